@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what labelfuzz needs on a fresh Debian machine that has only Rust and gcc:
+# cargo-make (from crates.io) and clang-19/llvm-19/lld-19/libclang-rt-19-dev (from apt; the C
+# compiler wrapper and the libFuzzer baselines of the benchmark use them). Idempotent: present
+# tools are left alone.
+set -euo pipefail
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "bootstrap: need root (or sudo) to run: $*" >&2; return 1; fi
+}
+
+missing_debs=()
+for pkg in clang-19 llvm-19-dev lld-19 libclang-rt-19-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
+done
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing_debs[*]} with apt" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_debs[@]}" >/dev/null
+fi
+
+if ! command -v cargo-make >/dev/null 2>&1 && ! [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo-make" ]; then
+  echo "bootstrap: installing cargo-make from crates.io (a few minutes, once)" >&2
+  cargo install --locked cargo-make -j2
+fi
+echo "bootstrap: ready" >&2

@@ -1,0 +1,254 @@
+//! The fuzzer's command line, shared by every labelfuzz fuzzer binary (Rust or C).
+//!
+//! Flags are defined once, with their help text, in [`Options`]; libFuzzer spellings
+//! (`-runs=N`, `-max_total_time=N`, ...) are translated to them by one table,
+//! [`LIBFUZZER_FLAGS`], so existing scripts keep working.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::engine::Config;
+use crate::stages::Limits;
+
+/// labelfuzz: keeps the simplest input for every label and shrinks every crash to its minimum.
+#[derive(Parser, Debug, Clone, PartialEq, Eq)]
+#[command(
+    version,
+    about,
+    after_help = "libFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
+                  -timeout=SECS -max_len=N.\nExit status: 0 when no crash was found, 1 when one \
+                  was, 2 on a usage or I/O error."
+)]
+pub struct Options {
+    /// Directories of seed inputs (optional: the run starts from the empty input).
+    #[arg(value_name = "CORPUS_DIR")]
+    pub corpus: Vec<PathBuf>,
+
+    /// Output directory: corpus/, crashes/ and summary.json go here.
+    #[arg(short, long, value_name = "DIR", default_value = "out")]
+    pub output: PathBuf,
+
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_time: Option<u64>,
+
+    /// Stop after this many executions.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs: Option<u64>,
+
+    /// Random seed (default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Per-execution timeout in milliseconds; a slower execution is a `timeout` crash label.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+
+    /// Longest input to try, in bytes.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = positive_usize)]
+    pub max_len: usize,
+
+    /// Stop at the first crash (after shrinking it).
+    #[arg(long)]
+    pub stop_on_crash: bool,
+
+    /// No progress line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Parses a whole number of at least 1.
+fn positive_usize(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// How a libFuzzer flag's value maps onto ours.
+#[derive(Clone, Copy, Debug)]
+enum Scale {
+    Same,
+    SecondsToMillis,
+}
+
+/// libFuzzer flag name, our long flag, and how its value converts.
+const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
+    ("max_total_time", "--max-time", Scale::Same),
+    ("runs", "--runs", Scale::Same),
+    ("seed", "--seed", Scale::Same),
+    ("timeout", "--timeout", Scale::SecondsToMillis),
+    ("max_len", "--max-len", Scale::Same),
+];
+
+/// Rewrites libFuzzer-style `-name=value` arguments into our flags.
+pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
+    let mut out = Vec::with_capacity(args.len());
+    for (i, arg) in args.into_iter().enumerate() {
+        let text = arg.to_str().unwrap_or("");
+        let is_libfuzzer =
+            i > 0 && text.starts_with('-') && !text.starts_with("--") && text.contains('=');
+        if !is_libfuzzer {
+            out.push(arg);
+            continue;
+        }
+        let (name, value) = text[1..].split_once('=').expect("contains '='");
+        let Some(&(_, ours, scale)) = LIBFUZZER_FLAGS.iter().find(|(n, _, _)| *n == name) else {
+            let known: Vec<_> = LIBFUZZER_FLAGS
+                .iter()
+                .map(|(n, _, _)| format!("-{n}"))
+                .collect();
+            return Err(format!(
+                "unknown libFuzzer flag `-{name}` (accepted: {})",
+                known.join(" ")
+            ));
+        };
+        let value = match scale {
+            Scale::Same => value.to_string(),
+            Scale::SecondsToMillis => {
+                let secs: u64 = value.parse().map_err(|_| {
+                    format!("`-{name}={value}`: expected a whole number of seconds")
+                })?;
+                (secs.saturating_mul(1000)).to_string()
+            }
+        };
+        out.push(ours.into());
+        out.push(value.into());
+    }
+    Ok(out)
+}
+
+impl Options {
+    /// Parses a full argument list (program name first), accepting libFuzzer spellings.
+    pub fn parse_args(args: Vec<OsString>) -> Result<Self, clap::Error> {
+        let args = translate_libfuzzer_flags(args)
+            .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::UnknownArgument, msg + "\n"))?;
+        Options::try_parse_from(args)
+    }
+
+    /// The engine configuration these options describe.
+    #[must_use]
+    pub fn config(&self) -> Config {
+        Config {
+            output: self.output.clone(),
+            corpus_dirs: self.corpus.clone(),
+            seed: self.seed.unwrap_or_else(|| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                now.as_nanos() as u64 ^ u64::from(std::process::id())
+            }),
+            timeout: Duration::from_millis(self.timeout),
+            max_len: self.max_len,
+            limits: Limits::new(
+                self.runs,
+                self.max_time.map(Duration::from_secs),
+                self.stop_on_crash,
+            ),
+            quiet: self.quiet,
+        }
+    }
+}
+
+/// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
+/// 0 (no crash), 1 (crash found) or 2 (error).
+pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
+    run_main(&mut target)
+}
+
+/// The non-generic body of [`main_for_target`] (kept out of the instrumented target crate).
+fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
+    // Libraries that capture a backtrace per error would run orders of magnitude slower.
+    std::env::set_var("RUST_BACKTRACE", "0");
+    let options = match Options::parse_args(std::env::args_os().collect()) {
+        Ok(options) => options,
+        Err(e) => e.exit(),
+    };
+    match crate::engine::fuzz(&options.config(), target) {
+        Ok(outcome) => std::process::exit(i32::from(outcome.crashes > 0)),
+        Err(e) => {
+            eprintln!("labelfuzz: error: {e}");
+            std::process::exit(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        Options::parse_args(
+            std::iter::once("fuzzer")
+                .chain(args.iter().copied())
+                .map(OsString::from)
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn defaults_need_no_arguments() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o.output, PathBuf::from("out"));
+        assert_eq!(o.timeout, 1000);
+        assert_eq!(o.max_len, 4096);
+        assert!(o.corpus.is_empty());
+    }
+
+    #[test]
+    fn libfuzzer_spellings_mean_the_same() {
+        let ours = parse(&[
+            "--max-time",
+            "5",
+            "--runs",
+            "100",
+            "--seed",
+            "7",
+            "--timeout",
+            "2000",
+            "--max-len",
+            "64",
+            "seeds",
+        ])
+        .unwrap();
+        let theirs = parse(&[
+            "-max_total_time=5",
+            "-runs=100",
+            "-seed=7",
+            "-timeout=2",
+            "-max_len=64",
+            "seeds",
+        ])
+        .unwrap();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn nonsense_values_are_refused_with_the_flag_named() {
+        for (args, needle) in [
+            (&["--timeout", "0"][..], "--timeout"),
+            (&["--max-len", "0"][..], "--max-len"),
+            (&["--runs", "many"][..], "--runs"),
+            (&["-timeout=soon"][..], "-timeout=soon"),
+            (&["-frobnicate=1"][..], "-frobnicate"),
+            (&["--frobnicate"][..], "--frobnicate"),
+        ] {
+            let err = parse(args).unwrap_err().to_string();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn options_become_limits() {
+        let c = parse(&["--runs", "10", "--max-time", "3", "--stop-on-crash"])
+            .unwrap()
+            .config();
+        assert_eq!(c.limits.max_execs, Some(10));
+        assert_eq!(c.limits.max_time, Some(Duration::from_secs(3)));
+        assert!(c.limits.stop_on_crash);
+    }
+}

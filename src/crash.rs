@@ -1,0 +1,212 @@
+//! Crash capture: turning a failing execution into a crash label without losing the process.
+//!
+//! A Rust panic in the target is caught in-process: our panic hook records where it happened and
+//! `catch_unwind` in the harness turns it into [`ExitKind::Crash`], so a panic costs no restart.
+//! Signals and timeouts still go through LibAFL's handlers (they save the reproducer, then the
+//! restarting event manager starts a fresh process); [`CrashObserver`] names them either way.
+
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::panic::{self, AssertUnwindSafe};
+
+use libafl::executors::ExitKind;
+use libafl::observers::Observer;
+use libafl::Error;
+use libafl_bolts::Named;
+use serde::{Deserialize, Serialize};
+
+use crate::labels::Label;
+
+/// What went wrong in one failing execution.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashInfo {
+    /// `panic`, `signal`, `timeout` or `oom`.
+    pub kind: String,
+    /// Where: `file:line:col` for a panic, the crash site for a signal, empty when unknown.
+    pub location: String,
+    /// The first line of the panic message (informative only: not part of the label, since it
+    /// often carries input-dependent values).
+    pub message: String,
+}
+
+impl CrashInfo {
+    /// The crash label: kind and location, nothing input-dependent.
+    #[must_use]
+    pub fn label(&self) -> Label {
+        Label::crash(&self.kind, &self.location)
+    }
+
+    /// The prefix of reproducer file names, following libFuzzer (`crash-`, `timeout-`, `oom-`).
+    #[must_use]
+    pub fn file_prefix(&self) -> &'static str {
+        match self.kind.as_str() {
+            "timeout" => "timeout",
+            "oom" => "oom",
+            _ => "crash",
+        }
+    }
+}
+
+thread_local! {
+    /// True while the target runs on this thread (panics elsewhere are the fuzzer's own).
+    static IN_TARGET: Cell<bool> = const { Cell::new(false) };
+    /// The last panic caught in the target.
+    static LAST_PANIC: RefCell<Option<CrashInfo>> = const { RefCell::new(None) };
+}
+
+/// Installs the panic hook that records target panics (and stays silent for them).
+///
+/// Call it after the executor is built: LibAFL's executor installs its own hook, which ends the
+/// process on any panic. Ours runs instead for target panics and hands fuzzer panics on to it.
+pub fn install_panic_hook() {
+    let previous = panic::take_hook();
+    panic::set_hook(Box::new(move |info| {
+        if IN_TARGET.with(Cell::get) {
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_default();
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let message: String = message
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect();
+            LAST_PANIC.with(|p| {
+                *p.borrow_mut() = Some(CrashInfo {
+                    kind: "panic".into(),
+                    location,
+                    message,
+                });
+            });
+        } else {
+            previous(info);
+        }
+    }));
+}
+
+/// Runs the target on `data`, catching a panic as [`ExitKind::Crash`].
+pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
+    IN_TARGET.with(|t| t.set(true));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
+    IN_TARGET.with(|t| t.set(false));
+    match outcome {
+        Ok(()) => ExitKind::Ok,
+        Err(_payload) => ExitKind::Crash,
+    }
+}
+
+/// Observes how an execution failed and names the crash.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CrashObserver {
+    last: Option<CrashInfo>,
+}
+
+/// The name under which the [`CrashObserver`] is found in an observer tuple.
+pub const CRASH_OBSERVER_NAME: &str = "crash";
+
+impl CrashObserver {
+    /// A fresh observer.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The crash of the last execution, if it failed.
+    #[must_use]
+    pub fn last(&self) -> Option<&CrashInfo> {
+        self.last.as_ref()
+    }
+}
+
+impl Named for CrashObserver {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed(CRASH_OBSERVER_NAME);
+        &NAME
+    }
+}
+
+impl<I, S> Observer<I, S> for CrashObserver {
+    fn pre_exec(&mut self, _state: &mut S, _input: &I) -> Result<(), Error> {
+        self.last = None;
+        LAST_PANIC.with(|p| p.borrow_mut().take());
+        Ok(())
+    }
+
+    fn post_exec(&mut self, _state: &mut S, _input: &I, exit_kind: &ExitKind) -> Result<(), Error> {
+        let simple = |kind: &str| CrashInfo {
+            kind: kind.into(),
+            location: String::new(),
+            message: String::new(),
+        };
+        self.last = match exit_kind {
+            ExitKind::Ok => None,
+            ExitKind::Crash => Some(
+                LAST_PANIC
+                    .with(|p| p.borrow_mut().take())
+                    .unwrap_or_else(|| simple("signal")),
+            ),
+            ExitKind::Timeout => Some(simple("timeout")),
+            ExitKind::Oom => Some(simple("oom")),
+            other => Some(simple(&format!("{other:?}").to_lowercase())),
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caught_panic_is_named_by_its_location() {
+        install_panic_hook();
+        let mut observer = CrashObserver::new();
+        let mut target = |data: &[u8]| {
+            if data == b"boom" {
+                panic!("planted with {}", data.len());
+            }
+        };
+        <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
+        let exit = run_catching_panics(&mut target, b"boom");
+        assert_eq!(exit, ExitKind::Crash);
+        <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit).unwrap();
+        let crash = observer.last().expect("a crash was seen");
+        assert_eq!(crash.kind, "panic");
+        assert!(crash.location.contains("crash.rs:"), "{}", crash.location);
+        assert_eq!(crash.message, "planted with 4");
+
+        <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
+        let exit = run_catching_panics(&mut target, b"fine");
+        assert_eq!(exit, ExitKind::Ok);
+        <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit).unwrap();
+        assert!(observer.last().is_none());
+    }
+
+    #[test]
+    fn timeouts_and_signals_have_their_own_kinds() {
+        let mut observer = CrashObserver::new();
+        for (exit, kind) in [(ExitKind::Timeout, "timeout"), (ExitKind::Crash, "signal")] {
+            <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
+            <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit)
+                .unwrap();
+            assert_eq!(observer.last().unwrap().kind, kind);
+        }
+        assert_eq!(
+            CrashInfo {
+                kind: "timeout".into(),
+                location: String::new(),
+                message: String::new()
+            }
+            .file_prefix(),
+            "timeout"
+        );
+    }
+}

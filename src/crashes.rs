@@ -1,0 +1,143 @@
+//! The crash table: one reproducer per crash label, the simplest seen, always on disk.
+//!
+//! A crash record is written to `OUT/crashes/` the moment it is found or improved — before a
+//! signal handler restarts the process — so no crash that was reported is ever lost.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use libafl_bolts::impl_serdeany;
+use serde::{Deserialize, Serialize};
+
+use crate::crash::CrashInfo;
+use crate::error::LabelfuzzError;
+use crate::labels::Label;
+use crate::order::is_simpler;
+use crate::output::OutputDir;
+
+/// The best reproducer of one crash label.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CrashRecord {
+    /// The crash label.
+    pub label: Label,
+    /// What happened and where.
+    pub info: CrashInfo,
+    /// The simplicity key of the reproducer (for byte inputs, the reproducer).
+    pub key: Vec<u8>,
+    /// The reproducer's file, relative to the output directory.
+    pub file: String,
+    /// The reproducer's length in bytes.
+    pub len: usize,
+    /// Seconds from the start of the run to the first input showing this label.
+    pub first_found_secs: f64,
+    /// Executions from the start of the run to the first input showing this label.
+    pub first_found_execs: u64,
+}
+
+/// All crash labels seen, kept as LibAFL state metadata so it survives restarts.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CrashTable {
+    records: BTreeMap<Label, CrashRecord>,
+}
+
+impl_serdeany!(CrashTable);
+
+impl CrashTable {
+    /// True when an input with simplicity key `key` crashing with `label` is a new crash label or
+    /// a simpler reproducer of a known one.
+    #[must_use]
+    pub fn improves(&self, label: Label, key: &[u8]) -> bool {
+        self.records
+            .get(&label)
+            .is_none_or(|record| is_simpler(key, &record.key))
+    }
+
+    /// Records `bytes` (simplicity key `key`) as the reproducer of `info` and writes it to disk.
+    /// Returns true when the label was new.
+    pub fn record(
+        &mut self,
+        out: &OutputDir,
+        info: &CrashInfo,
+        key: &[u8],
+        bytes: &[u8],
+        found_secs: f64,
+        found_execs: u64,
+    ) -> Result<bool, LabelfuzzError> {
+        let label = info.label();
+        let file = format!(
+            "crashes/{}-{:016x}",
+            info.file_prefix(),
+            label.raw() & !(1 << 63)
+        );
+        out.write_atomic(Path::new(&file), bytes)?;
+        let new = !self.records.contains_key(&label);
+        let record = self.records.entry(label).or_insert_with(|| CrashRecord {
+            label,
+            info: info.clone(),
+            key: Vec::new(),
+            file: file.clone(),
+            len: 0,
+            first_found_secs: found_secs,
+            first_found_execs: found_execs,
+        });
+        record.key = key.to_vec();
+        record.len = bytes.len();
+        record.info.message.clone_from(&info.message);
+        Ok(new)
+    }
+
+    /// The records, by label.
+    pub fn records(&self) -> impl Iterator<Item = &CrashRecord> {
+        self.records.values()
+    }
+
+    /// The number of crash labels.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True when no crash was found.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panic_at(location: &str) -> CrashInfo {
+        CrashInfo {
+            kind: "panic".into(),
+            location: location.into(),
+            message: "boom".into(),
+        }
+    }
+
+    #[test]
+    fn one_file_per_label_replaced_by_simpler_reproducers() {
+        let dir = std::env::temp_dir().join(format!("labelfuzz-crashes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = OutputDir::create(&dir).unwrap();
+        let mut table = CrashTable::default();
+        let a = panic_at("a.rs:1:1");
+        assert!(table.improves(a.label(), b"xyz"));
+        assert!(table.record(&out, &a, b"xyz", b"xyz", 0.5, 10).unwrap());
+        assert!(!table.improves(a.label(), b"xyz"));
+        assert!(!table.improves(a.label(), b"zzzz"));
+        assert!(table.improves(a.label(), b"xy"));
+        assert!(!table.record(&out, &a, b"xy", b"xy", 0.9, 20).unwrap());
+        let b = panic_at("b.rs:2:2");
+        table.record(&out, &b, b"q", b"q", 1.0, 30).unwrap();
+
+        assert_eq!(table.len(), 2);
+        let rec = table.records().find(|r| r.label == a.label()).unwrap();
+        assert_eq!(rec.first_found_execs, 10, "first-found stays the first");
+        assert_eq!(rec.len, 2);
+        assert_eq!(std::fs::read(dir.join(&rec.file)).unwrap(), b"xy");
+        assert_eq!(std::fs::read_dir(dir.join("crashes")).unwrap().count(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,235 @@
+//! The engine: LibAFL's parts put together into the labelfuzz loop.
+//!
+//! The parent process only supervises: LibAFL's restarting event manager forks the fuzzing child
+//! and starts a new one, from the serialized state, whenever a signal or timeout ends it. The
+//! child starts from the empty input (plus any seeds), then repeats: pick a label at random, take
+//! its best input, try its expansions until one improves a label, shrinking every improvement.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use libafl::corpus::InMemoryCorpus;
+use libafl::events::{SendExiting, SimpleRestartingEventManager};
+use libafl::executors::hooks::inprocess::HasTimeout;
+use libafl::executors::hooks::timer::TimerStruct;
+use libafl::executors::{ExitKind, InProcessExecutor};
+use libafl::inputs::BytesInput;
+use libafl::monitors::NopMonitor;
+use libafl::observers::HitcountsMapObserver;
+use libafl::state::{HasSolutions, StdState};
+use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
+use libafl_bolts::rands::StdRand;
+use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+use libafl_bolts::tuples::{tuple_list, Handled};
+
+use crate::crash::{install_panic_hook, run_catching_panics, CrashObserver};
+use crate::crashes::CrashTable;
+use crate::error::LabelfuzzError;
+use crate::feedback::{CrashLabelFeedback, LabelFeedback};
+use crate::output::OutputDir;
+use crate::report::{Reporter, Summary};
+use crate::scheduler::LabelScheduler;
+use crate::seen::SeenFilter;
+use crate::stages::{Considerer, ExpandStage, Limits, ReportStage};
+use crate::table::LabelTable;
+
+/// The SanitizerCoverage edge map, with AFL hit-count classification.
+pub type EdgesObserver =
+    HitcountsMapObserver<libafl::observers::StdMapObserver<'static, u8, false>>;
+
+/// How often `summary.json` and `corpus/` are rewritten.
+const REPORT_EVERY: Duration = Duration::from_secs(2);
+
+/// Everything a run needs to know.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The output directory.
+    pub output: PathBuf,
+    /// Seed directories.
+    pub corpus_dirs: Vec<PathBuf>,
+    /// Random seed.
+    pub seed: u64,
+    /// Per-execution timeout.
+    pub timeout: Duration,
+    /// Longest input tried.
+    pub max_len: usize,
+    /// When the run ends.
+    pub limits: Limits,
+    /// No progress line.
+    pub quiet: bool,
+}
+
+/// What a finished run found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The number of crash labels.
+    pub crashes: usize,
+    /// The final summary.
+    pub summary: Summary,
+}
+
+type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
+
+/// Reads every seed file in `dirs`; a missing or unreadable directory is an error, a file over
+/// `max_len` is skipped with a warning (it could not be shrunk below the limit anyway).
+fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
+    let mut seeds = Vec::new();
+    for dir in dirs {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| LabelfuzzError::io("read corpus directory", dir, e))?;
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        for path in paths {
+            match std::fs::read(&path) {
+                Ok(bytes) if bytes.len() > max_len => eprintln!(
+                    "labelfuzz: warning: skipping {} ({} bytes > --max-len {max_len})",
+                    path.display(),
+                    bytes.len()
+                ),
+                Ok(bytes) => seeds.push(bytes),
+                Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
+            }
+        }
+    }
+    Ok(seeds)
+}
+
+/// The number of SanitizerCoverage edges registered by the instrumented code in this process.
+#[must_use]
+pub fn instrumented_edges() -> usize {
+    // SAFETY: written only by the sancov init callbacks, which run before `main`.
+    unsafe { libafl_targets::MAX_EDGES_FOUND }
+}
+
+/// Fuzzes `target` as `config` says; returns when a limit is reached.
+///
+/// The target is taken as a trait object on purpose: were the engine generic over it, all of
+/// LibAFL would be monomorphized into the (instrumented) target crate and its own edges would
+/// drown the target's.
+pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
+    let out = OutputDir::create(&config.output)?;
+    if instrumented_edges() == 0 {
+        return Err(LabelfuzzError::NotInstrumented);
+    }
+    let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
+
+    let mut shmem_provider = StdShMemProvider::new()?;
+    let (restored, mut manager) =
+        match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
+            Ok(launched) => launched,
+            // We are the supervising parent and the fuzzing child has finished.
+            Err(Error::ShuttingDown) => {
+                let summary = Summary::read(&out)?;
+                return Ok(Outcome {
+                    crashes: summary.crashes.len(),
+                    summary,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+    let first_run = restored.is_none();
+
+    let edges =
+        HitcountsMapObserver::new(unsafe { libafl_targets::std_edges_map_observer("edges") });
+    let crash_observer = CrashObserver::new();
+    let (edges_handle, crash_handle) = (edges.handle(), crash_observer.handle());
+
+    let mut feedback = LabelFeedback::new(edges_handle);
+    let mut objective = CrashLabelFeedback::new(crash_handle.clone(), out.clone());
+    let mut state: State = match restored {
+        Some(state) => state,
+        None => StdState::new(
+            StdRand::with_seed(config.seed),
+            InMemoryCorpus::new(),
+            InMemoryCorpus::new(),
+            &mut feedback,
+            &mut objective,
+        )?,
+    };
+    let mut fuzzer = StdFuzzer::builder()
+        .input_filter(SeenFilter::default())
+        .scheduler(LabelScheduler::new())
+        .feedback(feedback)
+        .objective(objective)
+        .build();
+
+    let mut harness =
+        |input: &BytesInput| -> ExitKind { run_catching_panics(target, input.as_ref()) };
+    let mut executor = InProcessExecutor::builder()
+        .harness(&mut harness)
+        .observers(tuple_list!(edges, crash_observer))
+        .timeout(config.timeout)
+        .fuzzer(&mut fuzzer)
+        .state(&mut state)
+        .event_mgr(&mut manager)
+        .build()?;
+    // Arm the timeout timer once for many executions instead of twice per execution: the
+    // re-arming syscalls cost more than a fast target itself.
+    *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
+    install_panic_hook();
+
+    let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
+    if first_run {
+        considerer.consider(
+            &mut fuzzer,
+            &mut executor,
+            &mut state,
+            &mut manager,
+            &[],
+            false,
+        )?;
+        for seed in &seeds {
+            considerer.consider(
+                &mut fuzzer,
+                &mut executor,
+                &mut state,
+                &mut manager,
+                seed,
+                false,
+            )?;
+        }
+    }
+
+    let reporter = Reporter::new(out.clone(), config.quiet);
+    let mut stages = tuple_list!(
+        ExpandStage::new(considerer, config.max_len),
+        ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
+    );
+    let no_labels = state
+        .metadata::<LabelTable>()
+        .map_or(true, |t| t.label_count() == 0);
+    if no_labels && !state.stop_requested_or_crashed() {
+        return Err(LabelfuzzError::NotInstrumented);
+    }
+    loop {
+        if libafl::state::Stoppable::stop_requested(&state) {
+            break;
+        }
+        match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, &mut manager) {
+            Ok(_) => {}
+            Err(Error::ShuttingDown) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let summary = reporter.report(&state)?;
+    let crashes = state.metadata::<CrashTable>().map_or(0, CrashTable::len);
+    let _ = state.solutions();
+    manager.send_exiting()?;
+    Ok(Outcome { crashes, summary })
+}
+
+/// Small helpers on the state used only here.
+trait StateExt {
+    fn stop_requested_or_crashed(&self) -> bool;
+}
+
+impl StateExt for State {
+    fn stop_requested_or_crashed(&self) -> bool {
+        libafl::state::Stoppable::stop_requested(self)
+            || self.metadata::<CrashTable>().is_ok_and(|t| !t.is_empty())
+    }
+}

@@ -1,0 +1,70 @@
+//! The library's error type: every failure a user can cause, with what and where.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in labelfuzz that is not a bug in labelfuzz.
+#[derive(Debug)]
+pub enum LabelfuzzError {
+    /// A file system operation failed.
+    Io {
+        /// What was being done ("write", "read", ...).
+        action: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The operating system's reason.
+        source: io::Error,
+    },
+    /// A command-line value makes no sense.
+    Usage(String),
+    /// The target reports no SanitizerCoverage edges: it was built without instrumentation.
+    NotInstrumented,
+    /// LibAFL reported an error.
+    Libafl(libafl::Error),
+}
+
+impl LabelfuzzError {
+    /// An I/O error on `path` while doing `action`.
+    #[must_use]
+    pub fn io(action: &'static str, path: &Path, source: io::Error) -> Self {
+        LabelfuzzError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for LabelfuzzError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LabelfuzzError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            LabelfuzzError::Usage(msg) => f.write_str(msg),
+            LabelfuzzError::NotInstrumented => f.write_str(
+                "the target has no SanitizerCoverage edges: build it with `cargo make fuzz-target` \
+                 (Rust) or `labelfuzz-cc` (C/C++) so that labelfuzz can see its coverage",
+            ),
+            LabelfuzzError::Libafl(e) => write!(f, "LibAFL: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LabelfuzzError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LabelfuzzError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<libafl::Error> for LabelfuzzError {
+    fn from(e: libafl::Error) -> Self {
+        LabelfuzzError::Libafl(e)
+    }
+}

@@ -1,0 +1,178 @@
+//! Feedbacks: is this execution an improvement?
+//!
+//! [`LabelFeedback`] (the corpus feedback) says yes when a passing execution shows a label that is
+//! new or whose best input is less simple. [`CrashLabelFeedback`] (the objective) says yes when a
+//! failing execution shows a new crash label or a simpler reproducer of a known one, and writes
+//! the reproducer to disk there and then.
+
+use std::borrow::Cow;
+
+use libafl::corpus::Testcase;
+use libafl::executors::ExitKind;
+use libafl::feedbacks::{Feedback, StateInitializer};
+use libafl::inputs::HasTargetBytes;
+use libafl::state::{HasExecutions, HasStartTime};
+use libafl::{Error, HasMetadata};
+use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
+use libafl_bolts::{current_time, Named, ToSlice};
+use serde::{Deserialize, Serialize};
+
+use crate::crash::CrashObserver;
+use crate::crashes::CrashTable;
+use crate::labels::{collect_edge_labels, Label};
+use crate::order::Simplicity;
+use crate::output::OutputDir;
+use crate::table::LabelTable;
+use crate::EdgesObserver;
+
+/// The labels an input showed when it entered the corpus (testcase metadata).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct InputLabels(pub Vec<Label>);
+
+libafl_bolts::impl_serdeany!(InputLabels);
+
+/// The corpus feedback: interesting when the execution improves some edge label.
+#[derive(Debug)]
+pub struct LabelFeedback {
+    edges: Handle<EdgesObserver>,
+    /// The labels of the last execution, reused so that checking costs no allocation.
+    labels: Vec<Label>,
+}
+
+impl LabelFeedback {
+    /// A feedback reading labels from the edges observer `edges`.
+    #[must_use]
+    pub fn new(edges: Handle<EdgesObserver>) -> Self {
+        LabelFeedback {
+            edges,
+            labels: Vec::with_capacity(1024),
+        }
+    }
+}
+
+impl Named for LabelFeedback {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("labels");
+        &NAME
+    }
+}
+
+impl<S: HasMetadata> StateInitializer<S> for LabelFeedback {
+    fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
+        if !state.has_metadata::<LabelTable>() {
+            state.add_metadata(LabelTable::new());
+        }
+        Ok(())
+    }
+}
+
+impl<EM, I, OT, S> Feedback<EM, I, OT, S> for LabelFeedback
+where
+    I: Simplicity,
+    OT: MatchName,
+    S: HasMetadata,
+{
+    fn is_interesting(
+        &mut self,
+        state: &mut S,
+        _manager: &mut EM,
+        input: &I,
+        observers: &OT,
+        exit_kind: &ExitKind,
+    ) -> Result<bool, Error> {
+        self.labels.clear();
+        // A failing run's coverage stops at the failure: it belongs to the crash, not the corpus.
+        if *exit_kind != ExitKind::Ok {
+            return Ok(false);
+        }
+        let edges = observers
+            .get(&self.edges)
+            .ok_or_else(|| Error::key_not_found("the edges observer is missing"))?;
+        collect_edge_labels(edges.to_slice(), &mut self.labels);
+        let table = state.metadata::<LabelTable>()?;
+        Ok(table.improves(&input.simplicity_key(), &self.labels))
+    }
+
+    fn append_metadata(
+        &mut self,
+        _state: &mut S,
+        _manager: &mut EM,
+        _observers: &OT,
+        testcase: &mut Testcase<I>,
+    ) -> Result<(), Error> {
+        testcase.add_metadata(InputLabels(self.labels.clone()));
+        Ok(())
+    }
+}
+
+/// The objective: interesting when a failing execution improves a crash label.
+#[derive(Debug)]
+pub struct CrashLabelFeedback {
+    crash: Handle<CrashObserver>,
+    out: OutputDir,
+}
+
+impl CrashLabelFeedback {
+    /// An objective reading crashes from `crash` and writing reproducers under `out`.
+    #[must_use]
+    pub fn new(crash: Handle<CrashObserver>, out: OutputDir) -> Self {
+        CrashLabelFeedback { crash, out }
+    }
+}
+
+impl Named for CrashLabelFeedback {
+    fn name(&self) -> &Cow<'static, str> {
+        static NAME: Cow<'static, str> = Cow::Borrowed("crash-labels");
+        &NAME
+    }
+}
+
+impl<S: HasMetadata> StateInitializer<S> for CrashLabelFeedback {
+    fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
+        if !state.has_metadata::<CrashTable>() {
+            state.add_metadata(CrashTable::default());
+        }
+        Ok(())
+    }
+}
+
+impl<EM, I, OT, S> Feedback<EM, I, OT, S> for CrashLabelFeedback
+where
+    I: Simplicity + HasTargetBytes,
+    OT: MatchName,
+    S: HasMetadata + HasExecutions + HasStartTime,
+{
+    fn is_interesting(
+        &mut self,
+        state: &mut S,
+        _manager: &mut EM,
+        input: &I,
+        observers: &OT,
+        exit_kind: &ExitKind,
+    ) -> Result<bool, Error> {
+        if *exit_kind == ExitKind::Ok {
+            return Ok(false);
+        }
+        let observer = observers
+            .get(&self.crash)
+            .ok_or_else(|| Error::key_not_found("the crash observer is missing"))?;
+        let Some(info) = observer.last() else {
+            return Ok(false);
+        };
+        let key = input.simplicity_key();
+        if !state.metadata::<CrashTable>()?.improves(info.label(), &key) {
+            return Ok(false);
+        }
+        // Write now: after a signal or timeout the process restarts right after this call.
+        let secs = current_time()
+            .saturating_sub(*state.start_time())
+            .as_secs_f64();
+        let execs = *state.executions();
+        let bytes = input.target_bytes();
+        state
+            .metadata_mut::<CrashTable>()?
+            .record(&self.out, info, &key, &bytes, secs, execs)
+            .map_err(|e| Error::os_error(std::io::Error::other(e.to_string()), "saving a crash"))?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,180 @@
+//! Labels: the facts one execution shows.
+//!
+//! A label is either an *edge label* — one SanitizerCoverage edge together with the AFL bucket of
+//! its hit count — or a *crash label* — one kind of failure at one place. Both are packed in a
+//! `u64` so the hot path compares integers and the table can index edges densely.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Set on crash labels, clear on edge labels.
+const CRASH_BIT: u64 = 1 << 63;
+
+/// Number of AFL hit-count buckets per edge (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+).
+pub const BUCKETS_PER_EDGE: usize = 8;
+
+/// One label: an (edge, hit-count bucket) pair or a crash label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Label(u64);
+
+impl Label {
+    /// The label of `edge` taken with the AFL-classified hit count `classified`.
+    ///
+    /// `classified` is a value written by LibAFL's hit-count classification: a single set bit
+    /// (1, 2, 4, ... 128), whose position is the bucket.
+    #[must_use]
+    pub fn edge(edge: usize, classified: u8) -> Self {
+        debug_assert!(classified != 0, "an edge that was not hit has no label");
+        let bucket = u64::from(classified.trailing_zeros());
+        Label(((edge as u64) << 3) | bucket)
+    }
+
+    /// The label of a crash of `kind` at `location` (both stable across runs and processes).
+    #[must_use]
+    pub fn crash(kind: &str, location: &str) -> Self {
+        let mut hash = Fnv1a::new();
+        hash.write(kind.as_bytes());
+        hash.write(&[0]);
+        hash.write(location.as_bytes());
+        Label(CRASH_BIT | (hash.finish() & !CRASH_BIT))
+    }
+
+    /// True for crash labels.
+    #[must_use]
+    pub fn is_crash(self) -> bool {
+        self.0 & CRASH_BIT != 0
+    }
+
+    /// For an edge label, the edge index and the bucket index (0..8).
+    #[must_use]
+    pub fn as_edge(self) -> Option<(usize, usize)> {
+        (!self.is_crash()).then_some(((self.0 >> 3) as usize, (self.0 & 7) as usize))
+    }
+
+    /// Position of an edge label in a dense per-(edge, bucket) array.
+    #[must_use]
+    pub fn dense_index(self) -> Option<usize> {
+        (!self.is_crash()).then_some(self.0 as usize)
+    }
+
+    /// The raw packed value.
+    #[must_use]
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.as_edge() {
+            Some((edge, bucket)) => write!(f, "edge:{edge}:{}", BUCKET_NAMES[bucket]),
+            None => write!(f, "crash:{:016x}", self.0 & !CRASH_BIT),
+        }
+    }
+}
+
+/// Human names of the AFL buckets, by bucket index.
+const BUCKET_NAMES: [&str; BUCKETS_PER_EDGE] =
+    ["1", "2", "3", "4-7", "8-15", "16-31", "32-127", "128+"];
+
+/// Appends the edge labels of a classified hit-count map to `out`.
+///
+/// Reads eight map bytes at a time so that the common case — long runs of untouched edges —
+/// costs one comparison per word.
+pub fn collect_edge_labels(classified_map: &[u8], out: &mut Vec<Label>) {
+    let mut chunks = classified_map.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("chunk of eight"));
+        if word != 0 {
+            for (offset, &count) in chunk.iter().enumerate() {
+                if count != 0 {
+                    out.push(Label::edge(base + offset, count));
+                }
+            }
+        }
+        base += 8;
+    }
+    for (offset, &count) in chunks.remainder().iter().enumerate() {
+        if count != 0 {
+            out.push(Label::edge(base + offset, count));
+        }
+    }
+}
+
+/// FNV-1a: a tiny hash that is the same in every process and every build, which crash labels
+/// need (they are written to disk and compared across restarts and machines).
+struct Fnv1a(u64);
+
+impl Fnv1a {
+    fn new() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A short stable hex digest of some bytes, for file names.
+#[must_use]
+pub fn short_digest(bytes: &[u8]) -> String {
+    let mut hash = Fnv1a::new();
+    hash.write(bytes);
+    format!("{:016x}", hash.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_labels_carry_edge_and_bucket() {
+        let label = Label::edge(1234, 16);
+        assert_eq!(label.as_edge(), Some((1234, 4)));
+        assert!(!label.is_crash());
+        assert_eq!(label.to_string(), "edge:1234:8-15");
+        assert_ne!(Label::edge(1234, 16), Label::edge(1234, 32));
+        assert_ne!(Label::edge(1234, 16), Label::edge(1235, 16));
+    }
+
+    #[test]
+    fn crash_labels_are_stable_and_distinct() {
+        let a = Label::crash("panic", "src/main.rs:10:5");
+        assert!(a.is_crash());
+        assert_eq!(a, Label::crash("panic", "src/main.rs:10:5"));
+        assert_ne!(a, Label::crash("panic", "src/main.rs:11:5"));
+        assert_ne!(a, Label::crash("timeout", "src/main.rs:10:5"));
+        // No field can bleed into the next: the separator keeps ("ab","c") apart from ("a","bc").
+        assert_ne!(Label::crash("ab", "c"), Label::crash("a", "bc"));
+        assert_eq!(a.as_edge(), None);
+    }
+
+    #[test]
+    fn collects_every_hit_edge_and_nothing_else() {
+        let mut map = vec![0u8; 21];
+        map[0] = 1;
+        map[7] = 128;
+        map[8] = 2;
+        map[20] = 4;
+        let mut labels = Vec::new();
+        collect_edge_labels(&map, &mut labels);
+        assert_eq!(
+            labels,
+            vec![
+                Label::edge(0, 1),
+                Label::edge(7, 128),
+                Label::edge(8, 2),
+                Label::edge(20, 4)
+            ]
+        );
+    }
+}

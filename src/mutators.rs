@@ -1,0 +1,171 @@
+//! Expansion: the candidates tried from a label's best input, in order.
+//!
+//! First the input with a run of random bytes appended (1 to 1024 of them), then the input with
+//! each single byte value appended, 0 first. The single-byte expansions make the search climb one
+//! comparison at a time (`F`, `FU`, `FUZ`, ...), and trying them in increasing order means the
+//! first one that helps is already the shortlex-smallest.
+
+use std::num::NonZeroUsize;
+
+use libafl_bolts::rands::Rand;
+
+/// The longest random run appended by the first expansion.
+pub const MAX_RANDOM_APPEND: usize = 1024;
+
+/// Where an [`Expansions`] sequence is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    RandomRun,
+    Byte(u16),
+    Done,
+}
+
+/// The expansions of one input, produced one at a time into a reused buffer.
+#[derive(Clone, Debug)]
+pub struct Expansions {
+    step: Step,
+    max_len: usize,
+    bytes: bool,
+}
+
+impl Expansions {
+    /// The expansions of an input, none of them longer than `max_len`.
+    #[must_use]
+    pub fn new(max_len: usize) -> Self {
+        Expansions {
+            step: Step::RandomRun,
+            max_len,
+            bytes: true,
+        }
+    }
+
+    /// The expansions of an input whose single-byte expansions were all tried before: only the
+    /// random run is left (the others would be skipped as already run anyway).
+    #[must_use]
+    pub fn random_only(max_len: usize) -> Self {
+        Expansions {
+            step: Step::RandomRun,
+            max_len,
+            bytes: false,
+        }
+    }
+
+    /// True when the last expansion written was the random run: practically never a repeat, so
+    /// not worth a lookup in the filter of inputs already run.
+    #[must_use]
+    pub fn last_was_random(&self) -> bool {
+        matches!(self.step, Step::Byte(0)) || (!self.bytes && self.step == Step::Done)
+    }
+
+    /// Writes the next expansion of `base` into `out`; false when there are no more.
+    pub fn next_into<R: Rand>(&mut self, base: &[u8], rand: &mut R, out: &mut Vec<u8>) -> bool {
+        let room = self.max_len.saturating_sub(base.len());
+        if room == 0 {
+            self.step = Step::Done;
+        }
+        out.clear();
+        match self.step {
+            Step::RandomRun => {
+                let most = room.min(MAX_RANDOM_APPEND);
+                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
+                out.extend_from_slice(base);
+                fill_random(rand, out, len);
+                self.step = if self.bytes {
+                    Step::Byte(0)
+                } else {
+                    Step::Done
+                };
+                true
+            }
+            Step::Byte(b) => {
+                out.extend_from_slice(base);
+                out.push(b as u8);
+                self.step = if b == 255 {
+                    Step::Done
+                } else {
+                    Step::Byte(b + 1)
+                };
+                true
+            }
+            Step::Done => false,
+        }
+    }
+}
+
+/// Appends `len` random bytes to `out`, eight at a time.
+pub fn fill_random<R: Rand>(rand: &mut R, out: &mut Vec<u8>, len: usize) {
+    let target = out.len() + len;
+    while out.len() + 8 <= target {
+        out.extend_from_slice(&rand.next().to_le_bytes());
+    }
+    let tail = target - out.len();
+    out.extend_from_slice(&rand.next().to_le_bytes()[..tail]);
+}
+
+#[cfg(test)]
+mod tests {
+    use libafl_bolts::rands::StdRand;
+
+    use super::*;
+
+    fn all(base: &[u8], max_len: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut rand = StdRand::with_seed(seed);
+        let mut exp = Expansions::new(max_len);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        while exp.next_into(base, &mut rand, &mut out) {
+            seen.push(out.clone());
+        }
+        seen
+    }
+
+    #[test]
+    fn random_run_first_then_every_byte_in_order() {
+        let cands = all(b"ab", 4096, 1);
+        assert_eq!(cands.len(), 257);
+        let run = &cands[0];
+        assert!(run.starts_with(b"ab"));
+        assert!((3..=2 + MAX_RANDOM_APPEND).contains(&run.len()));
+        for (b, cand) in cands[1..].iter().enumerate() {
+            assert_eq!(cand, &[b'a', b'b', b as u8]);
+        }
+    }
+
+    #[test]
+    fn random_only_skips_the_byte_appends() {
+        let mut rand = StdRand::with_seed(4);
+        let mut exp = Expansions::random_only(100);
+        let mut out = Vec::new();
+        assert!(exp.next_into(b"x", &mut rand, &mut out));
+        assert!(out.len() > 1);
+        assert!(!exp.next_into(b"x", &mut rand, &mut out));
+    }
+
+    #[test]
+    fn never_longer_than_max_len() {
+        let cands = all(b"abc", 5, 9);
+        assert!(cands.iter().all(|c| c.len() <= 5));
+        assert!(cands[0].len() > 3);
+        assert!(all(b"abcde", 5, 9).is_empty(), "no room, no expansion");
+    }
+
+    #[test]
+    fn random_runs_vary_in_length_and_content() {
+        let lens: std::collections::BTreeSet<usize> =
+            (0..50).map(|seed| all(b"", 4096, seed)[0].len()).collect();
+        assert!(lens.len() > 20, "lengths: {lens:?}");
+        let a = &all(b"", 4096, 1)[0];
+        let b = &all(b"", 4096, 2)[0];
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn fill_random_writes_exact_lengths() {
+        let mut rand = StdRand::with_seed(3);
+        for len in [0, 1, 7, 8, 9, 1023] {
+            let mut out = vec![1, 2];
+            fill_random(&mut rand, &mut out, len);
+            assert_eq!(out.len(), 2 + len);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The output directory: `corpus/`, `crashes/` and `summary.json`.
+//!
+//! Every file is written under a temporary name and renamed into place, so a fuzzer killed at
+//! any moment leaves either the old file or the new one, never half of one.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::LabelfuzzError;
+use crate::labels::short_digest;
+
+/// The fuzzer's output directory.
+#[derive(Clone, Debug)]
+pub struct OutputDir {
+    root: PathBuf,
+}
+
+impl OutputDir {
+    /// Opens (creating as needed) `root` with its `corpus/` and `crashes/` subdirectories.
+    pub fn create(root: &Path) -> Result<Self, LabelfuzzError> {
+        for dir in [
+            root.to_path_buf(),
+            root.join("corpus"),
+            root.join("crashes"),
+        ] {
+            fs::create_dir_all(&dir)
+                .map_err(|e| LabelfuzzError::io("create directory", &dir, e))?;
+        }
+        let out = OutputDir {
+            root: root.to_path_buf(),
+        };
+        // Fail now, not at the first crash, if the directory is not writable.
+        out.write_atomic(Path::new(".labelfuzz-write-test"), b"")?;
+        let probe = root.join(".labelfuzz-write-test");
+        fs::remove_file(&probe).map_err(|e| LabelfuzzError::io("remove", &probe, e))?;
+        Ok(out)
+    }
+
+    /// The root directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Writes `bytes` to `relative` (under the root) atomically.
+    pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
+        let path = self.root.join(relative);
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{file_name}.tmp.{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(bytes)?;
+            file.sync_data()?;
+            fs::rename(&tmp, &path)
+        };
+        write().map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            LabelfuzzError::io("write", &path, e)
+        })
+    }
+
+    /// Makes `corpus/` hold exactly `inputs`, each in a file named by its digest; returns the
+    /// number of files written and removed.
+    pub fn sync_corpus<'a>(
+        &self,
+        inputs: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<(usize, usize), LabelfuzzError> {
+        let dir = self.root.join("corpus");
+        let mut wanted = BTreeSet::new();
+        let mut written = 0;
+        for input in inputs {
+            let name = short_digest(input);
+            if !dir.join(&name).exists() {
+                self.write_atomic(&Path::new("corpus").join(&name), input)?;
+                written += 1;
+            }
+            wanted.insert(name);
+        }
+        let mut removed = 0;
+        let entries = fs::read_dir(&dir).map_err(|e| LabelfuzzError::io("read", &dir, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && !wanted.contains(&name) {
+                let _ = fs::remove_file(entry.path());
+                removed += 1;
+            }
+        }
+        Ok((written, removed))
+    }
+
+    /// Writes `summary.json`.
+    pub fn write_summary<T: Serialize>(&self, summary: &T) -> Result<(), LabelfuzzError> {
+        let json = serde_json::to_vec_pretty(summary).expect("the summary serializes");
+        self.write_atomic(Path::new("summary.json"), &json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("labelfuzz-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temporary_files() {
+        let dir = temp_dir("atomic");
+        let out = OutputDir::create(&dir).unwrap();
+        out.write_atomic(Path::new("crashes/crash-1"), b"abc")
+            .unwrap();
+        out.write_atomic(Path::new("crashes/crash-1"), b"ab")
+            .unwrap();
+        assert_eq!(fs::read(dir.join("crashes/crash-1")).unwrap(), b"ab");
+        let names: Vec<_> = fs::read_dir(dir.join("crashes"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(names.len(), 1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn corpus_sync_adds_and_removes() {
+        let dir = temp_dir("sync");
+        let out = OutputDir::create(&dir).unwrap();
+        let a: &[u8] = b"a";
+        let b: &[u8] = b"bb";
+        assert_eq!(out.sync_corpus([a, b].into_iter()).unwrap(), (2, 0));
+        assert_eq!(out.sync_corpus([b].into_iter()).unwrap(), (0, 1));
+        let files: Vec<_> = fs::read_dir(dir.join("corpus"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(fs::read(files[0].path()).unwrap(), b"bb");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn unwritable_output_is_a_clear_error() {
+        let err = OutputDir::create(Path::new("/proc/labelfuzz-cannot-exist")).unwrap_err();
+        assert!(
+            err.to_string().contains("/proc/labelfuzz-cannot-exist"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! The run summary: `summary.json`, the corpus directory, and the progress line.
+
+use serde::{Deserialize, Serialize};
+
+use libafl::state::{HasExecutions, HasStartTime};
+use libafl::HasMetadata;
+use libafl_bolts::current_time;
+
+use crate::crashes::CrashTable;
+use crate::error::LabelfuzzError;
+use crate::output::OutputDir;
+use crate::table::LabelTable;
+
+/// Size of the corpus (the best-per-label inputs).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusSize {
+    /// Number of inputs.
+    pub entries: usize,
+    /// Their total length.
+    pub bytes: usize,
+}
+
+/// One crash label in the summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CrashSummary {
+    /// The crash label.
+    pub label: String,
+    /// `panic`, `signal`, `timeout` or `oom`.
+    pub kind: String,
+    /// Where it happened.
+    pub location: String,
+    /// The first line of the panic message, if any.
+    pub message: String,
+    /// The reproducer's path, relative to the output directory.
+    pub input: String,
+    /// The reproducer's length.
+    pub len: usize,
+    /// Seconds into the run when the label was first seen.
+    pub first_found_secs: f64,
+    /// Executions into the run when the label was first seen.
+    pub first_found_execs: u64,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Executions so far.
+    pub executions: u64,
+    /// Seconds since the run started.
+    pub elapsed_secs: f64,
+    /// Executions per second over the whole run.
+    pub execs_per_sec: f64,
+    /// Labels held (edge, bucket pairs).
+    pub labels: usize,
+    /// Distinct edges reached.
+    pub edges: usize,
+    /// The corpus.
+    pub corpus: CorpusSize,
+    /// Every crash label with its reproducer.
+    pub crashes: Vec<CrashSummary>,
+}
+
+impl Summary {
+    /// Reads a summary written by a run.
+    pub fn read(out: &OutputDir) -> Result<Self, LabelfuzzError> {
+        let path = out.root().join("summary.json");
+        let text = std::fs::read(&path).map_err(|e| LabelfuzzError::io("read", &path, e))?;
+        serde_json::from_slice(&text).map_err(|e| {
+            LabelfuzzError::io(
+                "parse",
+                &path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })
+    }
+}
+
+/// Writes summaries and the corpus directory, and prints the progress line.
+#[derive(Debug, Clone)]
+pub struct Reporter {
+    out: OutputDir,
+    quiet: bool,
+}
+
+impl Reporter {
+    /// A reporter writing under `out`; `quiet` silences the progress line.
+    #[must_use]
+    pub fn new(out: OutputDir, quiet: bool) -> Self {
+        Reporter { out, quiet }
+    }
+
+    /// Builds the summary of the current state.
+    pub fn summarize<S: HasMetadata + HasExecutions + HasStartTime>(state: &S) -> Summary {
+        let elapsed = current_time()
+            .saturating_sub(*state.start_time())
+            .as_secs_f64();
+        let executions = *state.executions();
+        let (labels, edges, corpus) = state.metadata::<LabelTable>().map_or_else(
+            |_| (0, 0, CorpusSize::default()),
+            |t| {
+                (
+                    t.label_count(),
+                    t.edge_count(),
+                    CorpusSize {
+                        entries: t.entry_count(),
+                        bytes: t.total_bytes(),
+                    },
+                )
+            },
+        );
+        let crashes = state
+            .metadata::<CrashTable>()
+            .map(|t| {
+                t.records()
+                    .map(|r| CrashSummary {
+                        label: r.label.to_string(),
+                        kind: r.info.kind.clone(),
+                        location: r.info.location.clone(),
+                        message: r.info.message.clone(),
+                        input: r.file.clone(),
+                        len: r.len,
+                        first_found_secs: r.first_found_secs,
+                        first_found_execs: r.first_found_execs,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Summary {
+            executions,
+            elapsed_secs: elapsed,
+            execs_per_sec: if elapsed > 0.0 {
+                executions as f64 / elapsed
+            } else {
+                0.0
+            },
+            labels,
+            edges,
+            corpus,
+            crashes,
+        }
+    }
+
+    /// Writes `summary.json` and `corpus/`, and prints the progress line.
+    pub fn report<S: HasMetadata + HasExecutions + HasStartTime>(
+        &self,
+        state: &S,
+    ) -> Result<Summary, LabelfuzzError> {
+        let summary = Self::summarize(state);
+        if let Ok(table) = state.metadata::<LabelTable>() {
+            self.out
+                .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
+        }
+        self.out.write_summary(&summary)?;
+        if !self.quiet {
+            eprintln!(
+                "#{:<10} {:>7.1}s  exec/s: {:<9.0} labels: {:<6} edges: {:<6} corpus: {}/{}b  crashes: {}",
+                summary.executions,
+                summary.elapsed_secs,
+                summary.execs_per_sec,
+                summary.labels,
+                summary.edges,
+                summary.corpus.entries,
+                summary.corpus.bytes,
+                summary.crashes.len()
+            );
+        }
+        Ok(summary)
+    }
+}

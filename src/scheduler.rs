@@ -1,0 +1,88 @@
+//! The scheduler: pick a label uniformly at random and fuzz its best input.
+//!
+//! It also keeps LibAFL's corpus equal to the label table: a new testcase is recorded in the
+//! table as it is added, and testcases that no longer hold any label leave the corpus at the
+//! next scheduling point (never while a stage may still be using them).
+
+use std::num::NonZeroUsize;
+
+use libafl::corpus::{Corpus, CorpusId};
+use libafl::schedulers::{RemovableScheduler, Scheduler};
+use libafl::state::{HasCorpus, HasRand};
+use libafl::{Error, HasMetadata};
+use libafl_bolts::rands::Rand;
+
+use crate::feedback::InputLabels;
+use crate::order::Simplicity;
+use crate::table::LabelTable;
+
+/// Chooses a label at random and returns the corpus id of its best input.
+#[derive(Debug, Default, Clone)]
+pub struct LabelScheduler;
+
+impl LabelScheduler {
+    /// A new scheduler.
+    #[must_use]
+    pub fn new() -> Self {
+        LabelScheduler
+    }
+}
+
+impl<I, S> RemovableScheduler<I, S> for LabelScheduler {}
+
+impl<I, S> Scheduler<I, S> for LabelScheduler
+where
+    I: Simplicity,
+    S: HasCorpus<I> + HasMetadata + HasRand,
+{
+    fn on_add(&mut self, state: &mut S, id: CorpusId) -> Result<(), Error> {
+        let (key, labels) = {
+            let testcase = state.corpus().get(id)?.borrow();
+            let labels = testcase
+                .metadata::<InputLabels>()
+                .map(|l| l.0.clone())
+                .unwrap_or_default();
+            let input = testcase
+                .input()
+                .as_ref()
+                .ok_or_else(|| Error::empty("a testcase was added without its input"))?;
+            (input.simplicity_key().into_owned(), labels)
+        };
+        let table = state.metadata_mut::<LabelTable>()?;
+        let recorded = table.record(&key, id, &labels);
+        if recorded.improved.is_empty() {
+            // Possible when two identical inputs race in (e.g. from another client): drop it.
+            table.take_pending_evictions();
+            state.corpus_mut().remove(id)?;
+        }
+        Ok(())
+    }
+
+    fn next(&mut self, state: &mut S) -> Result<CorpusId, Error> {
+        for id in state.metadata_mut::<LabelTable>()?.take_pending_evictions() {
+            // Already gone is fine: the same id may have been evicted twice over restarts.
+            let _ = state.corpus_mut().remove(id);
+        }
+        let table = state.metadata::<LabelTable>()?;
+        let count = NonZeroUsize::new(table.label_count())
+            .ok_or_else(|| Error::empty("no label has been seen yet"))?;
+        let pick = state.rand_mut().below(count);
+        let table = state.metadata::<LabelTable>()?;
+        let label = table.labels()[pick];
+        let id = table
+            .best(label)
+            .map(|entry| entry.corpus_id)
+            .ok_or_else(|| Error::illegal_state("a present label has no best input"))?;
+        self.set_current_scheduled(state, Some(id))?;
+        Ok(id)
+    }
+
+    fn set_current_scheduled(
+        &mut self,
+        state: &mut S,
+        next_id: Option<CorpusId>,
+    ) -> Result<(), Error> {
+        *state.corpus_mut().current_mut() = next_id;
+        Ok(())
+    }
+}

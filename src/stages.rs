@@ -1,0 +1,438 @@
+//! Stages: consider, expand, report.
+//!
+//! [`Considerer::consider`] is the heart of the algorithm: run an input; if it improves any label,
+//! shrink it at once, keeping every smaller input that still improves a label. A coverage
+//! improvement gets the cheap deletion plan; a crash gets every pass to a fixpoint, and a crash
+//! shrink only accepts candidates with the *same* crash label, so a reproducer never drifts from
+//! one bug to another. [`ExpandStage`] feeds it the expansions of the scheduled input, and
+//! [`ReportStage`] writes the output directory and enforces the run limits.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use libafl::corpus::Corpus;
+use libafl::executors::HasObservers;
+use libafl::inputs::BytesInput;
+use libafl::stages::{Restartable, Stage};
+use libafl::state::{
+    HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
+};
+use libafl::{Error, Evaluator, ExecuteInputResult, HasMetadata};
+use libafl_bolts::current_time;
+use libafl_bolts::tuples::{Handle, MatchNameRef};
+
+use crate::crash::CrashObserver;
+use crate::labels::Label;
+use crate::mutators::Expansions;
+use crate::report::Reporter;
+use crate::shrink::{shrink, Plan, Verdict};
+
+/// When a run ends: after so many executions, at a deadline, or at the first crash.
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    /// Stop after this many executions.
+    pub max_execs: Option<u64>,
+    /// Stop after this much time since the start of the run.
+    pub max_time: Option<Duration>,
+    /// Stop once a crash has been found (and shrunk).
+    pub stop_on_crash: bool,
+    /// Checks since the clock was last read.
+    checks: Cell<u32>,
+}
+
+impl Limits {
+    /// Limits from their parts.
+    #[must_use]
+    pub fn new(max_execs: Option<u64>, max_time: Option<Duration>, stop_on_crash: bool) -> Self {
+        Limits {
+            max_execs,
+            max_time,
+            stop_on_crash,
+            checks: Cell::new(0),
+        }
+    }
+
+    /// True when the run must end; also asks the state to stop.
+    pub fn exhausted<S: HasExecutions + HasStartTime + Stoppable>(&self, state: &mut S) -> bool {
+        if state.stop_requested() {
+            return true;
+        }
+        let over_execs = self.max_execs.is_some_and(|n| *state.executions() >= n);
+        // Reading the clock costs little next to an execution, but not nothing: read it on every
+        // 256th check (checks, not executions: skipped candidates must not hide the deadline).
+        let checks = self.checks.get().wrapping_add(1);
+        self.checks.set(checks);
+        let over_time = checks.is_multiple_of(256)
+            && self
+                .max_time
+                .is_some_and(|t| current_time().saturating_sub(*state.start_time()) >= t);
+        if over_execs || over_time {
+            state.request_stop();
+        }
+        over_execs || over_time
+    }
+}
+
+/// What one evaluation showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Nothing new (or skipped: already run).
+    Nothing,
+    /// Improved an edge label.
+    Corpus,
+    /// Improved a crash label (the label, when the crash observer named it).
+    Crash(Option<Label>),
+    /// The run is over.
+    Stop,
+}
+
+/// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
+#[derive(Debug)]
+pub struct Considerer {
+    crash: Handle<CrashObserver>,
+    limits: Limits,
+    scratch: BytesInput,
+}
+
+impl Considerer {
+    /// A considerer that names crashes with the observer `crash` and stops at `limits`.
+    #[must_use]
+    pub fn new(crash: Handle<CrashObserver>, limits: Limits) -> Self {
+        Considerer {
+            crash,
+            limits,
+            scratch: BytesInput::new(Vec::new()),
+        }
+    }
+
+    /// The run limits.
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn evaluate<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+        bytes: &[u8],
+        filtered: bool,
+    ) -> Result<Outcome, Error>
+    where
+        E: HasObservers,
+        E::Observers: libafl_bolts::tuples::MatchName,
+        S: HasExecutions + HasStartTime + Stoppable,
+        Z: Evaluator<E, EM, BytesInput, S>,
+    {
+        if self.limits.exhausted(state) {
+            return Ok(Outcome::Stop);
+        }
+        let buffer: &mut Vec<u8> = self.scratch.as_mut();
+        buffer.clear();
+        buffer.extend_from_slice(bytes);
+        let (result, _) = if filtered {
+            fuzzer.evaluate_filtered(state, executor, manager, &self.scratch)?
+        } else {
+            fuzzer.evaluate_input(state, executor, manager, &self.scratch)?
+        };
+        Ok(match result {
+            ExecuteInputResult::None => Outcome::Nothing,
+            ExecuteInputResult::Corpus => Outcome::Corpus,
+            ExecuteInputResult::Solution => {
+                let observers = executor.observers();
+                let label = observers
+                    .get(&self.crash)
+                    .and_then(|o| o.last().map(crate::crash::CrashInfo::label));
+                Outcome::Crash(label)
+            }
+        })
+    }
+
+    /// Runs `bytes`; if it improves any label, shrinks it at once. True when it improved one.
+    /// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before.
+    pub fn consider<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+        bytes: &[u8],
+        fresh: bool,
+    ) -> Result<bool, Error>
+    where
+        E: HasObservers,
+        E::Observers: libafl_bolts::tuples::MatchName,
+        S: HasExecutions + HasStartTime + Stoppable,
+        Z: Evaluator<E, EM, BytesInput, S>,
+    {
+        match self.evaluate(fuzzer, executor, state, manager, bytes, !fresh)? {
+            Outcome::Nothing | Outcome::Stop => Ok(false),
+            Outcome::Corpus => {
+                self.shrink_coverage(fuzzer, executor, state, manager, bytes.to_vec())?;
+                Ok(true)
+            }
+            Outcome::Crash(label) => {
+                if let Some(label) = label {
+                    self.shrink_crashes(
+                        fuzzer,
+                        executor,
+                        state,
+                        manager,
+                        vec![(bytes.to_vec(), label)],
+                    )?;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Shrinks an input that improved edge labels; crashes met on the way are shrunk after.
+    fn shrink_coverage<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+        input: Vec<u8>,
+    ) -> Result<(), Error>
+    where
+        E: HasObservers,
+        E::Observers: libafl_bolts::tuples::MatchName,
+        S: HasExecutions + HasStartTime + Stoppable,
+        Z: Evaluator<E, EM, BytesInput, S>,
+    {
+        let mut crashes = Vec::new();
+        let mut failure = None;
+        let mut judge = |candidate: &[u8]| match self
+            .evaluate(fuzzer, executor, state, manager, candidate, true)
+        {
+            Ok(Outcome::Corpus) => Verdict::Accepted,
+            Ok(Outcome::Crash(Some(label))) => {
+                crashes.push((candidate.to_vec(), label));
+                Verdict::Rejected
+            }
+            Ok(Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
+            Ok(Outcome::Stop) => Verdict::Stop,
+            Err(e) => {
+                failure = Some(e);
+                Verdict::Stop
+            }
+        };
+        shrink(input, Plan::COVERAGE, &mut judge);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        self.shrink_crashes(fuzzer, executor, state, manager, crashes)
+    }
+
+    /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
+    fn shrink_crashes<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+        mut work: Vec<(Vec<u8>, Label)>,
+    ) -> Result<(), Error>
+    where
+        E: HasObservers,
+        E::Observers: libafl_bolts::tuples::MatchName,
+        S: HasExecutions + HasStartTime + Stoppable,
+        Z: Evaluator<E, EM, BytesInput, S>,
+    {
+        while let Some((input, target)) = work.pop() {
+            let mut failure = None;
+            let mut others = Vec::new();
+            let mut judge = |candidate: &[u8]| match self
+                .evaluate(fuzzer, executor, state, manager, candidate, true)
+            {
+                Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
+                Ok(Outcome::Crash(Some(label))) => {
+                    others.push((candidate.to_vec(), label));
+                    Verdict::Rejected
+                }
+                Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
+                Ok(Outcome::Stop) => Verdict::Stop,
+                Err(e) => {
+                    failure = Some(e);
+                    Verdict::Stop
+                }
+            };
+            shrink(input, Plan::CRASH, &mut judge);
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            work.extend(others);
+        }
+        Ok(())
+    }
+}
+
+/// Marks a testcase whose 256 single-byte expansions have all run.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ByteExpansionsTried;
+
+libafl_bolts::impl_serdeany!(ByteExpansionsTried);
+
+/// Tries the expansions of the scheduled input until one improves a label.
+#[derive(Debug)]
+pub struct ExpandStage {
+    considerer: Considerer,
+    max_len: usize,
+    candidate: Vec<u8>,
+}
+
+impl ExpandStage {
+    /// A stage expanding inputs up to `max_len` bytes, considering candidates with `considerer`.
+    #[must_use]
+    pub fn new(considerer: Considerer, max_len: usize) -> Self {
+        ExpandStage {
+            considerer,
+            max_len,
+            candidate: Vec::new(),
+        }
+    }
+}
+
+impl<E, EM, S, Z> Stage<E, EM, S, Z> for ExpandStage
+where
+    E: HasObservers,
+    E::Observers: libafl_bolts::tuples::MatchName,
+    S: HasCurrentTestcase<BytesInput> + HasRand + HasExecutions + HasStartTime + Stoppable,
+    Z: Evaluator<E, EM, BytesInput, S>,
+{
+    fn perform(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error> {
+        let (base, bytes_tried) = {
+            let testcase = state.current_testcase()?;
+            let input = testcase
+                .input()
+                .as_ref()
+                .ok_or_else(|| Error::empty("the scheduled testcase has no input"))?;
+            (
+                input.as_ref().clone(),
+                testcase.has_metadata::<ByteExpansionsTried>(),
+            )
+        };
+        let mut expansions = if bytes_tried {
+            Expansions::random_only(self.max_len)
+        } else {
+            Expansions::new(self.max_len)
+        };
+        let mut improved = false;
+        while expansions.next_into(&base, state.rand_mut(), &mut self.candidate) {
+            improved = self.considerer.consider(
+                fuzzer,
+                executor,
+                state,
+                manager,
+                &self.candidate,
+                expansions.last_was_random(),
+            )?;
+            if improved || state.stop_requested() {
+                break;
+            }
+        }
+        if !improved && !bytes_tried && !state.stop_requested() {
+            // The testcase may have been evicted by a shrink meanwhile: then there is no one
+            // left to remember it for.
+            if let Ok(mut testcase) = state.current_testcase_mut() {
+                testcase.add_metadata(ByteExpansionsTried);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S> Restartable<S> for ExpandStage {
+    // Expansion is cheap to redo and holds no progress worth saving: a restart simply starts over
+    // from a freshly scheduled input.
+    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Writes the output directory every few seconds and ends the run at its limits.
+#[derive(Debug)]
+pub struct ReportStage {
+    reporter: Reporter,
+    limits: Limits,
+    every: Duration,
+    last: Duration,
+}
+
+impl ReportStage {
+    /// Reports through `reporter` at most once per `every`, and checks `limits`.
+    #[must_use]
+    pub fn new(reporter: Reporter, limits: Limits, every: Duration) -> Self {
+        ReportStage {
+            reporter,
+            limits,
+            every,
+            last: Duration::ZERO,
+        }
+    }
+}
+
+impl<E, EM, S, Z> Stage<E, EM, S, Z> for ReportStage
+where
+    S: HasMetadata + HasExecutions + HasStartTime + Stoppable + HasSolutions<BytesInput>,
+{
+    fn perform(
+        &mut self,
+        _fuzzer: &mut Z,
+        _executor: &mut E,
+        state: &mut S,
+        _manager: &mut EM,
+    ) -> Result<(), Error> {
+        let crashes = state
+            .metadata::<crate::crashes::CrashTable>()
+            .map_or(0, crate::crashes::CrashTable::len);
+        if self.limits.stop_on_crash && crashes > 0 {
+            state.request_stop();
+        }
+        self.limits.exhausted(state);
+        let now = current_time();
+        // The clock is read here anyway: check the deadline at every scheduling point too.
+        if self
+            .limits
+            .max_time
+            .is_some_and(|t| now.saturating_sub(*state.start_time()) >= t)
+        {
+            state.request_stop();
+        }
+        if now.saturating_sub(self.last) >= self.every || state.stop_requested() {
+            self.last = now;
+            // Reproducers are on disk already; the solutions corpus only grows memory.
+            let ids: Vec<_> = state.solutions().ids().collect();
+            for id in ids {
+                state.solutions_mut().remove(id)?;
+            }
+            self.reporter
+                .report(state)
+                .map_err(|e| Error::os_error(std::io::Error::other(e.to_string()), "reporting"))?;
+        }
+        Ok(())
+    }
+}
+
+impl<S> Restartable<S> for ReportStage {
+    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
+        Ok(())
+    }
+}

@@ -1,0 +1,55 @@
+//! Helpers for end-to-end tests: build instrumented fuzzers and run them.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// Root of the repository.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Fuzz builds share one target directory; build them one at a time.
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Builds the fuzz target crate at `fuzzers/<name>` with instrumentation; returns its binary.
+pub fn build_fuzzer(name: &str) -> PathBuf {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("bash")
+        .arg(root().join("scripts/build-fuzzer.sh"))
+        .arg(root().join("fuzzers").join(name))
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "building {name} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = String::from_utf8(out.stdout).expect("utf-8 path");
+    PathBuf::from(path.trim())
+}
+
+/// A fresh, empty scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = root().join("target/test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Runs `fuzzer` with `args`, quietly.
+pub fn run(fuzzer: &Path, args: &[&str]) -> Output {
+    Command::new(fuzzer)
+        .args(args)
+        .arg("-q")
+        .output()
+        .expect("the fuzzer starts")
+}
+
+/// Reads `summary.json` from an output directory.
+pub fn summary(out: &Path) -> serde_json::Value {
+    let text = std::fs::read(out.join("summary.json")).expect("summary.json exists");
+    serde_json::from_slice(&text).expect("summary.json parses")
+}

@@ -1,0 +1,133 @@
+//! End to end: fuzz real instrumented Rust targets from the empty input, with bounded runs.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{build_fuzzer, run, scratch, summary};
+
+/// The planted target's three bugs, by the function they are in, with their shortlex minima.
+const PLANTED: [(&str, &[u8]); 3] = [
+    ("planted: magic word", b"FUZZ"),
+    ("index out of bounds", b"B\x00\xff"),
+    ("attempt to add with overflow", b"+\x01\xff"),
+];
+
+#[test]
+fn every_planted_panic_gets_its_minimal_reproducer() {
+    let fuzzer = build_fuzzer("planted");
+    for seed in ["1", "2"] {
+        let out = scratch(&format!("planted-{seed}"));
+        let out_arg = out.to_str().unwrap();
+        let result = run(
+            &fuzzer,
+            &["-o", out_arg, "--runs", "3000000", "--seed", seed],
+        );
+        assert_eq!(
+            result.status.code(),
+            Some(1),
+            "exit status 1 means crashes were found; stderr:\n{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let summary = summary(&out);
+        let crashes = summary["crashes"].as_array().expect("crashes is a list");
+        assert_eq!(
+            crashes.len(),
+            3,
+            "three distinct crash labels: {crashes:#?}"
+        );
+
+        let mut found = BTreeMap::new();
+        for crash in crashes {
+            assert_eq!(crash["kind"], "panic");
+            let location = crash["location"].as_str().unwrap();
+            assert!(
+                location.starts_with("fuzzers/planted/src/main.rs:"),
+                "{location}"
+            );
+            let input = std::fs::read(out.join(crash["input"].as_str().unwrap())).unwrap();
+            assert_eq!(crash["len"].as_u64(), Some(input.len() as u64));
+            found.insert(
+                crash["message"].as_str().unwrap().to_string(),
+                (location.to_string(), input),
+            );
+        }
+        for (message_start, minimal) in PLANTED {
+            let (_, (_, input)) = found
+                .iter()
+                .find(|(message, _)| message.starts_with(message_start))
+                .unwrap_or_else(|| panic!("no crash with message {message_start:?} in {found:?}"));
+            assert_eq!(input.as_slice(), minimal, "seed {seed}: {message_start}");
+        }
+        let sites: std::collections::BTreeSet<_> = found.values().map(|(l, _)| l).collect();
+        assert_eq!(sites.len(), 3, "three different sites");
+
+        assert!(summary["executions"].as_u64().unwrap() >= 3_000_000);
+        assert!(summary["labels"].as_u64().unwrap() >= 10);
+        let entries = summary["corpus"]["entries"].as_u64().unwrap();
+        let on_disk = std::fs::read_dir(out.join("corpus")).unwrap().count() as u64;
+        assert_eq!(
+            entries, on_disk,
+            "corpus/ holds exactly the best-per-label inputs"
+        );
+        assert!(
+            entries <= summary["labels"].as_u64().unwrap(),
+            "at most one input per label"
+        );
+    }
+}
+
+#[test]
+fn a_target_without_bugs_exits_zero_after_its_runs() {
+    let fuzzer = build_fuzzer("empty");
+    let out = scratch("empty");
+    let result = run(
+        &fuzzer,
+        &["-o", out.to_str().unwrap(), "-runs=20000", "-seed=3"],
+    );
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let summary = summary(&out);
+    assert_eq!(summary["crashes"].as_array().unwrap().len(), 0);
+    assert!(summary["executions"].as_u64().unwrap() >= 20000);
+    assert_eq!(
+        summary["labels"].as_u64(),
+        Some(1),
+        "an empty target has one edge"
+    );
+    assert_eq!(std::fs::read_dir(out.join("crashes")).unwrap().count(), 0);
+}
+
+#[test]
+fn bad_flags_get_a_clear_message_and_status_two() {
+    let fuzzer = build_fuzzer("empty");
+    let out = scratch("bad-flags");
+    for (args, needle) in [
+        (vec!["--timeout", "0"], "--timeout"),
+        (
+            vec!["-frobnicate=1"],
+            "unknown libFuzzer flag `-frobnicate`",
+        ),
+        (vec!["--runs", "ten"], "--runs"),
+    ] {
+        let mut all = vec!["-o", out.to_str().unwrap()];
+        all.extend(args.iter().copied());
+        let result = run(&fuzzer, &all);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    let missing = out.join("no-such-corpus");
+    let result = run(
+        &fuzzer,
+        &["-o", out.to_str().unwrap(), missing.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no-such-corpus"), "{stderr}");
+}
