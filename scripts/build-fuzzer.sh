@@ -10,7 +10,11 @@ if [ ! -f "$crate/Cargo.toml" ]; then
   echo "build-fuzzer: $crate has no Cargo.toml" >&2; exit 2
 fi
 export RUSTC_WRAPPER="$root/scripts/rustc-sancov"
-export CARGO_TARGET_DIR="${LABELFUZZ_TARGET_DIR:-$root/target/fuzz}"
+# Which crates the wrapper instruments is not part of cargo's fingerprint: each choice gets its
+# own target directory so that no stale (un)instrumented artifact is reused.
+suffix=""
+if [ -n "${LABELFUZZ_INSTRUMENT:-}" ]; then suffix="-$(printf '%s' "$LABELFUZZ_INSTRUMENT" | tr -c 'A-Za-z0-9_' '_')"; fi
+export CARGO_TARGET_DIR="${LABELFUZZ_TARGET_DIR:-$root/target/fuzz$suffix}"
 json="$(cd "$crate" && cargo build --release -j2 --message-format=json-render-diagnostics)"
 exe="$(printf '%s\n' "$json" | grep '"executable":"' | grep -v '"executable":null' \
   | sed -e 's/.*"executable":"\([^"]*\)".*/\1/' | tail -n 1)"

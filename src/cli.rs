@@ -51,6 +51,16 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 4096, value_parser = positive_usize)]
     pub max_len: usize,
 
+    /// LibAFL havoc mutants tried per scheduled input, after its expansions (0: expand/shrink
+    /// only). The default won on the benchmark: same bugs, more edges on structured input.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub havoc: usize,
+
+    /// Run each input of the corpus directories once, report their labels and edges in
+    /// summary.json, and stop (no shrinking, no fuzzing): measures an existing corpus.
+    #[arg(long)]
+    pub replay: bool,
+
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
@@ -149,6 +159,8 @@ impl Options {
                 self.max_time.map(Duration::from_secs),
                 self.stop_on_crash,
             ),
+            havoc: self.havoc,
+            replay: self.replay,
             quiet: self.quiet,
         }
     }

@@ -20,9 +20,10 @@ use crate::labels::Label;
 /// What went wrong in one failing execution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashInfo {
-    /// `panic`, `signal`, `timeout` or `oom`.
+    /// `panic`, `signal`, `stack-overflow`, `timeout` or `oom`.
     pub kind: String,
-    /// Where: `file:line:col` for a panic, the crash site for a signal, empty when unknown.
+    /// Where: `file:line:col` for a panic; for a signal its name and the top frames of the
+    /// interrupted code (`SIGSEGV at exe+0x1a2b < exe+0x3c4d < ...`); empty when unknown.
     pub location: String,
     /// The first line of the panic message (informative only: not part of the label, since it
     /// often carries input-dependent values).
@@ -137,6 +138,7 @@ impl<I, S> Observer<I, S> for CrashObserver {
     fn pre_exec(&mut self, _state: &mut S, _input: &I) -> Result<(), Error> {
         self.last = None;
         LAST_PANIC.with(|p| p.borrow_mut().take());
+        crate::signals::clear();
         Ok(())
     }
 
@@ -151,6 +153,13 @@ impl<I, S> Observer<I, S> for CrashObserver {
             ExitKind::Crash => Some(
                 LAST_PANIC
                     .with(|p| p.borrow_mut().take())
+                    .or_else(|| {
+                        crate::signals::take_site().map(|site| CrashInfo {
+                            kind: site.kind().into(),
+                            location: site.location(),
+                            message: format!("{} in {}", site.signal_name(), site.symbol()),
+                        })
+                    })
                     .unwrap_or_else(|| simple("signal")),
             ),
             ExitKind::Timeout => Some(simple("timeout")),

@@ -3,7 +3,7 @@
 //! A crash record is written to `OUT/crashes/` the moment it is found or improved — before a
 //! signal handler restarts the process — so no crash that was reported is ever lost.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use libafl_bolts::impl_serdeany;
@@ -32,12 +32,19 @@ pub struct CrashRecord {
     pub first_found_secs: f64,
     /// Executions from the start of the run to the first input showing this label.
     pub first_found_execs: u64,
+    /// True once the reproducer went through every shrink pass to a fixpoint.
+    #[serde(default)]
+    pub shrunk: bool,
 }
 
 /// All crash labels seen, kept as LibAFL state metadata so it survives restarts.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CrashTable {
     records: BTreeMap<Label, CrashRecord>,
+    /// Hashes of the shrink candidates already run, per label being shrunk. Kept in the state
+    /// (which a restart restores) so that a candidate that kills the process runs only once.
+    #[serde(default)]
+    tried: BTreeMap<Label, BTreeSet<u64>>,
 }
 
 impl_serdeany!(CrashTable);
@@ -79,11 +86,36 @@ impl CrashTable {
             len: 0,
             first_found_secs: found_secs,
             first_found_execs: found_execs,
+            shrunk: false,
         });
+        record.shrunk = false;
         record.key = key.to_vec();
         record.len = bytes.len();
         record.info.message.clone_from(&info.message);
         Ok(new)
+    }
+
+    /// A crash label whose reproducer still needs shrinking, with that reproducer's key.
+    #[must_use]
+    pub fn unshrunk(&self) -> Option<(Label, Vec<u8>)> {
+        self.records
+            .values()
+            .find(|r| !r.shrunk)
+            .map(|r| (r.label, r.key.clone()))
+    }
+
+    /// Marks `label`'s reproducer as shrunk to a fixpoint and forgets its tried candidates.
+    pub fn mark_shrunk(&mut self, label: Label) {
+        if let Some(record) = self.records.get_mut(&label) {
+            record.shrunk = true;
+        }
+        self.tried.remove(&label);
+    }
+
+    /// Notes that a shrink candidate of `label` (by hash) is about to run; false when it already
+    /// ran — in this process or one that a signal ended — so it is not run again.
+    pub fn first_try(&mut self, label: Label, candidate_hash: u64) -> bool {
+        self.tried.entry(label).or_default().insert(candidate_hash)
     }
 
     /// The records, by label.

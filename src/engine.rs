@@ -15,9 +15,10 @@ use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
+use libafl::mutators::{havoc_mutations, HavocScheduledMutator};
 use libafl::observers::HitcountsMapObserver;
-use libafl::state::{HasSolutions, StdState};
-use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
+use libafl::state::{HasMaxSize, StdState, Stoppable};
+use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 use libafl_bolts::tuples::{tuple_list, Handled};
@@ -29,8 +30,8 @@ use crate::feedback::{CrashLabelFeedback, LabelFeedback};
 use crate::output::OutputDir;
 use crate::report::{Reporter, Summary};
 use crate::scheduler::LabelScheduler;
-use crate::seen::SeenFilter;
-use crate::stages::{Considerer, ExpandStage, Limits, ReportStage};
+use crate::seen::{KilledInputs, SeenFilter};
+use crate::stages::{Considerer, CrashShrinkStage, ExpandStage, HavocStage, Limits, ReportStage};
 use crate::table::LabelTable;
 
 /// The SanitizerCoverage edge map, with AFL hit-count classification.
@@ -55,9 +56,19 @@ pub struct Config {
     pub max_len: usize,
     /// When the run ends.
     pub limits: Limits,
+    /// Havoc mutants tried per scheduled input after its expansions (0: expand/shrink only).
+    pub havoc: usize,
+    /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
+    pub replay: bool,
     /// No progress line.
     pub quiet: bool,
 }
+
+/// How many of the start inputs (the empty input, then the seeds) have been run.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+struct SeedProgress(usize);
+
+libafl_bolts::impl_serdeany!(SeedProgress);
 
 /// What a finished run found.
 #[derive(Clone, Debug)]
@@ -131,8 +142,6 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
             }
             Err(e) => return Err(e.into()),
         };
-    let first_run = restored.is_none();
-
     let edges =
         HitcountsMapObserver::new(unsafe { libafl_targets::std_edges_map_observer("edges") });
     let crash_observer = CrashObserver::new();
@@ -150,8 +159,15 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
             &mut objective,
         )?,
     };
+    state.set_max_size(config.max_len);
+    let mut seen = SeenFilter::default();
+    if let Ok(killed) = state.metadata::<KilledInputs>() {
+        for hash in killed.hashes() {
+            seen.check_and_insert_hash(hash);
+        }
+    }
     let mut fuzzer = StdFuzzer::builder()
-        .input_filter(SeenFilter::default())
+        .input_filter(seen)
         .scheduler(LabelScheduler::new())
         .feedback(feedback)
         .objective(objective)
@@ -171,42 +187,65 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
     install_panic_hook();
+    crate::signals::install();
 
     let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
-    if first_run {
-        considerer.consider(
-            &mut fuzzer,
-            &mut executor,
-            &mut state,
-            &mut manager,
-            &[],
-            false,
-        )?;
-        for seed in &seeds {
+    // The empty input first, then the seeds. The cursor lives in the state and moves before each
+    // input runs, so an input that kills the process is not run again after the restart.
+    let start_inputs = std::iter::once(Vec::new()).chain(seeds);
+    for (index, input) in start_inputs.enumerate() {
+        let progress = state.metadata_or_insert_with(|| SeedProgress(0));
+        if index < progress.0 {
+            continue;
+        }
+        progress.0 = index + 1;
+        if config.replay {
+            fuzzer.evaluate_input(
+                &mut state,
+                &mut executor,
+                &mut manager,
+                &BytesInput::new(input),
+            )?;
+        } else {
             considerer.consider(
                 &mut fuzzer,
                 &mut executor,
                 &mut state,
                 &mut manager,
-                seed,
+                &input,
                 false,
             )?;
         }
     }
+    if config.replay {
+        state.request_stop();
+    }
 
     let reporter = Reporter::new(out.clone(), config.quiet);
+    let havoc = HavocStage::new(
+        Considerer::new(crash_handle.clone(), config.limits.clone()),
+        HavocScheduledMutator::new(havoc_mutations()),
+        config.havoc,
+        config.max_len,
+    );
     let mut stages = tuple_list!(
+        CrashShrinkStage::new(Considerer::new(crash_handle, config.limits.clone())),
         ExpandStage::new(considerer, config.max_len),
+        havoc,
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
+    // Expansion needs a label to start from. None can only mean that every input so far failed
+    // before reaching an edge (the empty input crashes): the crash is saved, nothing is left to do.
     let no_labels = state
         .metadata::<LabelTable>()
         .map_or(true, |t| t.label_count() == 0);
-    if no_labels && !state.stop_requested_or_crashed() {
-        return Err(LabelfuzzError::NotInstrumented);
+    if no_labels {
+        state.request_stop();
     }
     loop {
-        if libafl::state::Stoppable::stop_requested(&state) {
+        // A target that crashes often restarts this process often: check the deadline at every
+        // scheduling point, not only every few hundred executions.
+        if state.stop_requested() || config.limits.past_deadline(&state) {
             break;
         }
         match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, &mut manager) {
@@ -217,19 +256,6 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     }
     let summary = reporter.report(&state)?;
     let crashes = state.metadata::<CrashTable>().map_or(0, CrashTable::len);
-    let _ = state.solutions();
     manager.send_exiting()?;
     Ok(Outcome { crashes, summary })
-}
-
-/// Small helpers on the state used only here.
-trait StateExt {
-    fn stop_requested_or_crashed(&self) -> bool;
-}
-
-impl StateExt for State {
-    fn stop_requested_or_crashed(&self) -> bool {
-        libafl::state::Stoppable::stop_requested(self)
-            || self.metadata::<CrashTable>().is_ok_and(|t| !t.is_empty())
-    }
 }

@@ -22,6 +22,7 @@ use crate::crashes::CrashTable;
 use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
 use crate::output::OutputDir;
+use crate::seen::{input_hash, KilledInputs};
 use crate::table::LabelTable;
 use crate::EdgesObserver;
 
@@ -159,6 +160,13 @@ where
         let Some(info) = observer.last() else {
             return Ok(false);
         };
+        let bytes = input.target_bytes();
+        if info.kind != "panic" {
+            // A signal or timeout ends this process: remember the input for the next one.
+            state
+                .metadata_or_insert_with(KilledInputs::default)
+                .insert(input_hash(&bytes));
+        }
         let key = input.simplicity_key();
         if !state.metadata::<CrashTable>()?.improves(info.label(), &key) {
             return Ok(false);
@@ -168,7 +176,6 @@ where
             .saturating_sub(*state.start_time())
             .as_secs_f64();
         let execs = *state.executions();
-        let bytes = input.target_bytes();
         state
             .metadata_mut::<CrashTable>()?
             .record(&self.out, info, &key, &bytes, secs, execs)

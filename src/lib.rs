@@ -14,7 +14,8 @@
 //! - [`order`]: the shortlex order ("simpler").
 //! - [`labels`]: edge and crash labels.
 //! - [`table`]: the best-per-label table (the corpus).
-//! - [`crash`], [`crashes`]: catching crashes and keeping one reproducer per crash label.
+//! - [`crash`], [`signals`], [`crashes`]: catching panics and signals, and keeping one
+//!   reproducer per crash label.
 //! - [`feedback`], [`scheduler`], [`stages`]: the LibAFL components of the loop.
 //! - [`mutators`], [`shrink`]: expansion candidates and shrink passes.
 //! - [`seen`]: the filter of inputs already run.
@@ -43,6 +44,7 @@ pub mod report;
 pub mod scheduler;
 pub mod seen;
 pub mod shrink;
+pub mod signals;
 pub mod stages;
 pub mod table;
 

@@ -11,7 +11,10 @@
 use libafl::fuzzer::InputFilter;
 use libafl::inputs::HasTargetBytes;
 use libafl::Error;
-use libafl_bolts::hash_std;
+use std::collections::BTreeSet;
+
+use libafl_bolts::{hash_std, impl_serdeany};
+use serde::{Deserialize, Serialize};
 
 /// Bits set per input inside its block.
 const PROBES: u32 = 7;
@@ -45,7 +48,11 @@ impl SeenFilter {
 
     /// Marks `bytes` as seen; true when it (probably) was already.
     pub fn check_and_insert(&mut self, bytes: &[u8]) -> bool {
-        let hash = hash_std(bytes);
+        self.check_and_insert_hash(hash_std(bytes))
+    }
+
+    /// [`SeenFilter::check_and_insert`] for an input known by its [`input_hash`].
+    pub fn check_and_insert_hash(&mut self, hash: u64) -> bool {
         let block = ((hash >> 32) as usize & self.block_mask) * WORDS_PER_BLOCK;
         let words = &mut self.words[block..block + WORDS_PER_BLOCK];
         // Double hashing inside the block: probe i uses bit (h1 + i * h2) mod 512.
@@ -73,6 +80,36 @@ impl SeenFilter {
     #[must_use]
     pub fn memory(&self) -> usize {
         self.words.len() * 8
+    }
+}
+
+/// The hash the filter uses for an input's bytes.
+#[must_use]
+pub fn input_hash(bytes: &[u8]) -> u64 {
+    hash_std(bytes)
+}
+
+/// Inputs that ended the process (a signal or a timeout), by [`input_hash`].
+///
+/// The filter itself is too large to carry across a restart, and without this an input that
+/// kills the process would be proposed and run again after every restart, forever. This set is
+/// state metadata (restored after a restart) and is loaded into the new process's filter.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct KilledInputs {
+    hashes: BTreeSet<u64>,
+}
+
+impl_serdeany!(KilledInputs);
+
+impl KilledInputs {
+    /// Remembers an input that ended the process.
+    pub fn insert(&mut self, hash: u64) {
+        self.hashes.insert(hash);
+    }
+
+    /// The remembered hashes.
+    pub fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.hashes.iter().copied()
     }
 }
 
@@ -120,6 +157,21 @@ mod tests {
             .filter(|i| seen.check_and_insert(&i.to_le_bytes()))
             .count();
         assert!(false_positives < 300, "{false_positives} of 10000");
+    }
+
+    #[test]
+    fn killed_inputs_preload_a_new_filter() {
+        let mut killed = KilledInputs::default();
+        killed.insert(input_hash(b"A!"));
+        let mut seen = SeenFilter::with_memory(1 << 16);
+        for hash in killed.hashes() {
+            seen.check_and_insert_hash(hash);
+        }
+        assert!(
+            seen.check_and_insert(b"A!"),
+            "a killing input is never run again"
+        );
+        assert!(!seen.check_and_insert(b"A?"));
     }
 
     #[test]

@@ -13,15 +13,17 @@ use std::time::Duration;
 use libafl::corpus::Corpus;
 use libafl::executors::HasObservers;
 use libafl::inputs::BytesInput;
+use libafl::mutators::{MutationResult, Mutator};
 use libafl::stages::{Restartable, Stage};
 use libafl::state::{
     HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
 };
 use libafl::{Error, Evaluator, ExecuteInputResult, HasMetadata};
-use libafl_bolts::current_time;
 use libafl_bolts::tuples::{Handle, MatchNameRef};
+use libafl_bolts::{current_time, hash_std};
 
 use crate::crash::CrashObserver;
+use crate::crashes::CrashTable;
 use crate::labels::Label;
 use crate::mutators::Expansions;
 use crate::report::Reporter;
@@ -52,6 +54,12 @@ impl Limits {
         }
     }
 
+    /// True when the run's time is up.
+    pub fn past_deadline<S: HasStartTime>(&self, state: &S) -> bool {
+        self.max_time
+            .is_some_and(|t| current_time().saturating_sub(*state.start_time()) >= t)
+    }
+
     /// True when the run must end; also asks the state to stop.
     pub fn exhausted<S: HasExecutions + HasStartTime + Stoppable>(&self, state: &mut S) -> bool {
         if state.stop_requested() {
@@ -62,10 +70,7 @@ impl Limits {
         // 256th check (checks, not executions: skipped candidates must not hide the deadline).
         let checks = self.checks.get().wrapping_add(1);
         self.checks.set(checks);
-        let over_time = checks.is_multiple_of(256)
-            && self
-                .max_time
-                .is_some_and(|t| current_time().saturating_sub(*state.start_time()) >= t);
+        let over_time = checks % 256 == 1 && self.past_deadline(state);
         if over_execs || over_time {
             state.request_stop();
         }
@@ -123,7 +128,7 @@ impl Considerer {
     where
         E: HasObservers,
         E::Observers: libafl_bolts::tuples::MatchName,
-        S: HasExecutions + HasStartTime + Stoppable,
+        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         if self.limits.exhausted(state) {
@@ -164,7 +169,7 @@ impl Considerer {
     where
         E: HasObservers,
         E::Observers: libafl_bolts::tuples::MatchName,
-        S: HasExecutions + HasStartTime + Stoppable,
+        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         match self.evaluate(fuzzer, executor, state, manager, bytes, !fresh)? {
@@ -200,7 +205,7 @@ impl Considerer {
     where
         E: HasObservers,
         E::Observers: libafl_bolts::tuples::MatchName,
-        S: HasExecutions + HasStartTime + Stoppable,
+        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         let mut crashes = Vec::new();
@@ -228,7 +233,11 @@ impl Considerer {
     }
 
     /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
-    fn shrink_crashes<E, EM, S, Z>(
+    ///
+    /// A candidate may end the process (a signal or a timeout): each is noted in the state before
+    /// it runs, so after the restart [`CrashShrinkStage`] resumes the shrink from the best
+    /// reproducer so far without running that candidate again.
+    pub fn shrink_crashes<E, EM, S, Z>(
         &mut self,
         fuzzer: &mut Z,
         executor: &mut E,
@@ -239,33 +248,103 @@ impl Considerer {
     where
         E: HasObservers,
         E::Observers: libafl_bolts::tuples::MatchName,
-        S: HasExecutions + HasStartTime + Stoppable,
+        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         while let Some((input, target)) = work.pop() {
             let mut failure = None;
             let mut others = Vec::new();
-            let mut judge = |candidate: &[u8]| match self
-                .evaluate(fuzzer, executor, state, manager, candidate, true)
-            {
-                Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
-                Ok(Outcome::Crash(Some(label))) => {
-                    others.push((candidate.to_vec(), label));
-                    Verdict::Rejected
+            let mut judge = |candidate: &[u8]| {
+                let first = match state.metadata_mut::<CrashTable>() {
+                    Ok(table) => table.first_try(target, hash_std(candidate)),
+                    Err(e) => {
+                        failure = Some(e);
+                        return Verdict::Stop;
+                    }
+                };
+                if !first {
+                    return Verdict::Rejected;
                 }
-                Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
-                Ok(Outcome::Stop) => Verdict::Stop,
-                Err(e) => {
-                    failure = Some(e);
-                    Verdict::Stop
+                match self.evaluate(fuzzer, executor, state, manager, candidate, true) {
+                    Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
+                    Ok(Outcome::Crash(Some(label))) => {
+                        others.push((candidate.to_vec(), label));
+                        Verdict::Rejected
+                    }
+                    Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => {
+                        Verdict::Rejected
+                    }
+                    Ok(Outcome::Stop) => Verdict::Stop,
+                    Err(e) => {
+                        failure = Some(e);
+                        Verdict::Stop
+                    }
                 }
             };
             shrink(input, Plan::CRASH, &mut judge);
             if let Some(e) = failure {
                 return Err(e);
             }
+            if state.stop_requested() {
+                return Ok(());
+            }
+            state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
             work.extend(others);
         }
+        Ok(())
+    }
+}
+
+/// Finishes the shrinking of crash reproducers that a restart interrupted.
+#[derive(Debug)]
+pub struct CrashShrinkStage {
+    considerer: Considerer,
+}
+
+impl CrashShrinkStage {
+    /// A stage shrinking unfinished crash reproducers with `considerer`.
+    #[must_use]
+    pub fn new(considerer: Considerer) -> Self {
+        CrashShrinkStage { considerer }
+    }
+}
+
+impl<E, EM, S, Z> Stage<E, EM, S, Z> for CrashShrinkStage
+where
+    E: HasObservers,
+    E::Observers: libafl_bolts::tuples::MatchName,
+    S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+    Z: Evaluator<E, EM, BytesInput, S>,
+{
+    fn perform(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error> {
+        while let Some((label, input)) = state.metadata::<CrashTable>()?.unshrunk() {
+            if state.stop_requested() {
+                break;
+            }
+            self.considerer.shrink_crashes(
+                fuzzer,
+                executor,
+                state,
+                manager,
+                vec![(input, label)],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl<S> Restartable<S> for CrashShrinkStage {
+    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -300,7 +379,12 @@ impl<E, EM, S, Z> Stage<E, EM, S, Z> for ExpandStage
 where
     E: HasObservers,
     E::Observers: libafl_bolts::tuples::MatchName,
-    S: HasCurrentTestcase<BytesInput> + HasRand + HasExecutions + HasStartTime + Stoppable,
+    S: HasCurrentTestcase<BytesInput>
+        + HasRand
+        + HasExecutions
+        + HasStartTime
+        + Stoppable
+        + HasMetadata,
     Z: Evaluator<E, EM, BytesInput, S>,
 {
     fn perform(
@@ -361,6 +445,101 @@ impl<S> Restartable<S> for ExpandStage {
     fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
         Ok(())
     }
+}
+
+/// Tries LibAFL havoc mutants of the scheduled input, each through [`Considerer::consider`], so
+/// an improving mutant is shrunk at once like any other.
+#[derive(Debug)]
+pub struct HavocStage<M> {
+    considerer: Considerer,
+    mutator: M,
+    iterations: usize,
+    max_len: usize,
+}
+
+impl<M> HavocStage<M> {
+    /// A stage trying up to `iterations` mutants (stopping at the first improvement); 0 turns it
+    /// off.
+    #[must_use]
+    pub fn new(considerer: Considerer, mutator: M, iterations: usize, max_len: usize) -> Self {
+        HavocStage {
+            considerer,
+            mutator,
+            iterations,
+            max_len,
+        }
+    }
+}
+
+impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for HavocStage<M>
+where
+    E: HasObservers,
+    E::Observers: libafl_bolts::tuples::MatchName,
+    M: Mutator<BytesInput, S>,
+    S: HasCurrentTestcase<BytesInput>
+        + HasRand
+        + HasExecutions
+        + HasStartTime
+        + Stoppable
+        + HasMetadata,
+    Z: Evaluator<E, EM, BytesInput, S>,
+{
+    fn perform(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error> {
+        if self.iterations == 0 || state.stop_requested() {
+            return Ok(());
+        }
+        let base = current_bytes(state)?;
+        let mut mutant = BytesInput::new(Vec::with_capacity(base.len() * 2));
+        for _ in 0..self.iterations {
+            let bytes: &mut Vec<u8> = mutant.as_mut();
+            bytes.clear();
+            bytes.extend_from_slice(&base);
+            if self.mutator.mutate(state, &mut mutant)? == MutationResult::Skipped {
+                continue;
+            }
+            let bytes: &mut Vec<u8> = mutant.as_mut();
+            bytes.truncate(self.max_len);
+            let improved = self.considerer.consider(
+                fuzzer,
+                executor,
+                state,
+                manager,
+                mutant.as_ref(),
+                false,
+            )?;
+            self.mutator.post_exec(state, None)?;
+            if improved || state.stop_requested() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<M, S> Restartable<S> for HavocStage<M> {
+    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
+        Ok(true)
+    }
+
+    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The bytes of the scheduled input.
+fn current_bytes<S: HasCurrentTestcase<BytesInput>>(state: &S) -> Result<Vec<u8>, Error> {
+    let testcase = state.current_testcase()?;
+    let input = testcase
+        .input()
+        .as_ref()
+        .ok_or_else(|| Error::empty("the scheduled testcase has no input"))?;
+    Ok(input.as_ref().clone())
 }
 
 /// Writes the output directory every few seconds and ends the run at its limits.

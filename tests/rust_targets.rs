@@ -42,7 +42,7 @@ fn every_planted_panic_gets_its_minimal_reproducer() {
             assert_eq!(crash["kind"], "panic");
             let location = crash["location"].as_str().unwrap();
             assert!(
-                location.starts_with("fuzzers/planted/src/main.rs:"),
+                location.starts_with("fuzzers/planted/src/lib.rs:"),
                 "{location}"
             );
             let input = std::fs::read(out.join(crash["input"].as_str().unwrap())).unwrap();
@@ -130,4 +130,68 @@ fn bad_flags_get_a_clear_message_and_status_two() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no-such-corpus"), "{stderr}");
+}
+
+#[test]
+fn signals_and_hangs_become_labels_with_minimal_reproducers() {
+    let fuzzer = build_fuzzer("faults");
+    let out = scratch("faults");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--timeout",
+            "200",
+            "--max-time",
+            "60",
+            "--runs",
+            "300000",
+            "--seed",
+            "5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let summary = summary(&out);
+    let crashes = summary["crashes"].as_array().expect("crashes");
+    let mut by_input = BTreeMap::new();
+    for crash in crashes {
+        let input = std::fs::read(out.join(crash["input"].as_str().unwrap())).unwrap();
+        by_input.insert(
+            input,
+            (
+                crash["kind"].as_str().unwrap().to_string(),
+                crash["location"].as_str().unwrap().to_string(),
+            ),
+        );
+    }
+    let expect = |input: &[u8], kind: &str, location_start: &str| {
+        let (k, loc) = by_input.get(input).unwrap_or_else(|| {
+            panic!(
+                "no reproducer {:?} in {by_input:?}",
+                String::from_utf8_lossy(input)
+            )
+        });
+        assert_eq!(k, kind, "{loc}");
+        assert!(loc.starts_with(location_start), "{loc}");
+        loc.clone()
+    };
+    let abort = expect(b"A!", "signal", "SIGABRT at exe+");
+    let null = expect(b"N!", "signal", "SIGSEGV at exe+");
+    let overflow = expect(b"S!", "stack-overflow", "stack overflow in exe+");
+    expect(b"L!", "timeout", "");
+    assert_ne!(
+        null, overflow,
+        "two SIGSEGV bugs at two sites are two labels"
+    );
+    assert_ne!(abort, null);
+    assert_eq!(
+        crashes.len(),
+        4,
+        "one label per bug, no duplicates: {by_input:?}"
+    );
+    for crash in crashes {
+        assert!(out.join(crash["input"].as_str().unwrap()).exists());
+    }
 }

@@ -1,0 +1,414 @@
+//! `cargo make bench`: labelfuzz and libFuzzer side by side on the same targets, in one run.
+//!
+//! Targets (the same Rust code under both fuzzers, see `bench/libfuzzer`):
+//! - `empty`: does nothing — executions per second measure each fuzzer's own overhead;
+//! - `planted`: three planted panics — seconds to each bug and reproducer length;
+//! - `json`: serde_json's parser — edges reached, corpus size, executions per second.
+//!
+//! labelfuzz runs twice where mutators matter: expand/shrink alone, and with havoc added.
+//! Edges are counted the same way for every fuzzer: each final corpus is replayed through the
+//! labelfuzz build of the target (`--replay`), so the instrumentation is identical.
+//!
+//! Environment: `BENCH_SECS` (default 60) per run, `BENCH_EMPTY_SECS` (default 10) for `empty`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+/// The planted bugs, in the order the target checks them, with their shortlex-minimal inputs.
+const PLANTED_BUGS: [(&str, &[u8]); 3] = [
+    ("FUZZ", b"FUZZ"),
+    ("B?\\xff", b"B\x00\xff"),
+    ("+ overflow", b"+\x01\xff"),
+];
+
+/// Which planted bug an input triggers (the first check that fails, as in the target).
+fn planted_bug(input: &[u8]) -> Option<usize> {
+    if input.starts_with(b"FUZZ") {
+        return Some(0);
+    }
+    if input.len() >= 3 && input[0] == b'B' && input[2] == 0xff {
+        return Some(1);
+    }
+    if input.len() >= 3 && input[0] == b'+' && u16::from(input[1]) + u16::from(input[2]) > 255 {
+        return Some(2);
+    }
+    None
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+fn env_secs(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn check(status: std::process::ExitStatus, what: &str) {
+    assert!(status.success(), "{what} failed: {status}");
+}
+
+/// Builds a labelfuzz fuzzer from `fuzzers/<name>`.
+fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/build-fuzzer.sh"))
+        .arg(root().join("fuzzers").join(name))
+        .stderr(Stdio::inherit());
+    if let Some(crates) = instrument {
+        cmd.env("LABELFUZZ_INSTRUMENT", crates);
+    }
+    let out = cmd.output().expect("bash runs");
+    check(out.status, &format!("building labelfuzz {name}"));
+    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
+}
+
+/// Builds the libFuzzer twins with cargo-fuzz's instrumentation; returns their directory.
+fn build_libfuzzer() -> PathBuf {
+    let target_dir = root().join("target/bench-libfuzzer");
+    let flags = [
+        "--cfg fuzzing",
+        "-Cpasses=sancov-module",
+        "-Cllvm-args=-sanitizer-coverage-level=4",
+        "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+        "-Cllvm-args=-sanitizer-coverage-pc-table",
+        "-Cllvm-args=-sanitizer-coverage-trace-compares",
+        "-Cdebug-assertions",
+        "-Coverflow-checks",
+    ]
+    .join(" ");
+    // With an explicit --target, RUSTFLAGS stay off build scripts and proc-macros (as in
+    // cargo-fuzz), which must not be instrumented.
+    let host = host_triple();
+    let mut cmd = Command::new("cargo");
+    cmd.args(["build", "--release", "--bins", "-j2", "--target", &host])
+        .current_dir(root().join("bench/libfuzzer"))
+        .env("RUSTFLAGS", flags)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("RUSTC_WRAPPER");
+    if Command::new("clang++-19").arg("--version").output().is_ok() {
+        cmd.env("CXX", "clang++-19").env("CC", "clang-19");
+    }
+    check(
+        cmd.status().expect("cargo runs"),
+        "building the libFuzzer twins",
+    );
+    target_dir.join(host).join("release")
+}
+
+/// The host's target triple, as rustc reports it.
+fn host_triple() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
+fn fresh_dir(path: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(path);
+    std::fs::create_dir_all(path).expect("bench directory");
+    path.to_path_buf()
+}
+
+fn read_summary(out: &Path) -> Value {
+    let text = std::fs::read(out.join("summary.json")).expect("summary.json");
+    serde_json::from_slice(&text).expect("summary.json parses")
+}
+
+/// Runs a labelfuzz fuzzer for `secs`; returns its summary.
+fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, havoc: usize) -> Value {
+    let status = Command::new(bin)
+        .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
+        .args(["--havoc", &havoc.to_string()])
+        .arg("-o")
+        .arg(out)
+        .status()
+        .expect("labelfuzz runs");
+    assert!(
+        status.code().is_some_and(|c| c <= 1),
+        "labelfuzz failed: {status}"
+    );
+    read_summary(out)
+}
+
+/// Replays a corpus directory through a labelfuzz build; returns the edges it reaches.
+fn replay_edges(bin: &Path, corpus: &Path, scratch: &Path) -> u64 {
+    let out = fresh_dir(scratch);
+    let status = Command::new(bin)
+        .args(["-q", "--replay", "-o"])
+        .arg(&out)
+        .arg(corpus)
+        .status()
+        .expect("replay runs");
+    assert!(
+        status.code().is_some_and(|c| c <= 1),
+        "replay failed: {status}"
+    );
+    read_summary(&out)["edges"].as_u64().unwrap_or(0)
+}
+
+/// What one libFuzzer run left behind.
+struct LibfuzzerRun {
+    execs_per_sec: f64,
+    corpus_entries: u64,
+    corpus_bytes: u64,
+    /// Crash files with their seconds since the start.
+    crashes: Vec<(f64, Vec<u8>)>,
+}
+
+/// Runs libFuzzer for `secs` with a corpus directory under `work`.
+fn run_libfuzzer(bin: &Path, work: &Path, secs: u64, keep_going: bool) -> LibfuzzerRun {
+    let corpus = fresh_dir(&work.join("corpus"));
+    let artifacts = fresh_dir(&work.join("artifacts"));
+    let started = SystemTime::now();
+    let mut cmd = Command::new(bin);
+    cmd.arg(&corpus)
+        .arg(format!("-max_total_time={secs}"))
+        .arg("-seed=1")
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .current_dir(work);
+    if keep_going {
+        cmd.args(["-fork=1", "-ignore_crashes=1"]);
+    }
+    let out = cmd.output().expect("libFuzzer runs");
+    let wall = started.elapsed().map_or(1.0, |d| d.as_secs_f64().max(1e-3));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::write(work.join("log.txt"), log.as_bytes());
+    // Executed units over wall time, for both modes: libFuzzer's own exec/s is 0 in fork mode
+    // and after an early crash.
+    let units = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .next_back()
+        .or_else(|| {
+            log.lines()
+                .filter_map(|l| l.strip_prefix('#'))
+                .filter_map(|l| l.split([':', '\t', ' ']).next())
+                .filter_map(|v| v.parse::<f64>().ok())
+                .next_back()
+        })
+        .unwrap_or(0.0);
+    let execs_per_sec = units / wall;
+    let (mut corpus_entries, mut corpus_bytes) = (0, 0);
+    for entry in std::fs::read_dir(&corpus).expect("corpus").flatten() {
+        corpus_entries += 1;
+        corpus_bytes += entry.metadata().map_or(0, |m| m.len());
+    }
+    let mut crashes = Vec::new();
+    for entry in std::fs::read_dir(&artifacts).expect("artifacts").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("crash-") {
+            continue;
+        }
+        let when = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(started).ok())
+            .map_or(0.0, |d| d.as_secs_f64());
+        crashes.push((when, std::fs::read(entry.path()).unwrap_or_default()));
+    }
+    LibfuzzerRun {
+        execs_per_sec,
+        corpus_entries,
+        corpus_bytes,
+        crashes,
+    }
+}
+
+/// One row of the table.
+struct Row {
+    target: &'static str,
+    fuzzer: String,
+    execs_per_sec: f64,
+    edges: u64,
+    corpus_entries: u64,
+    corpus_bytes: u64,
+    /// Distinct crash labels (labelfuzz) or crash files (libFuzzer).
+    crashes: usize,
+    /// For the planted target: (seconds to find, reproducer length) per bug.
+    bugs: Vec<Option<(f64, usize)>>,
+}
+
+fn labelfuzz_row(target: &'static str, name: &str, summary: &Value, out: &Path) -> Row {
+    let mut bugs = vec![None; PLANTED_BUGS.len()];
+    if target == "planted" {
+        for crash in summary["crashes"].as_array().into_iter().flatten() {
+            let input =
+                std::fs::read(out.join(crash["input"].as_str().unwrap_or(""))).unwrap_or_default();
+            if let Some(bug) = planted_bug(&input) {
+                bugs[bug] = Some((
+                    crash["first_found_secs"].as_f64().unwrap_or(0.0),
+                    input.len(),
+                ));
+            }
+        }
+    }
+    Row {
+        target,
+        fuzzer: name.into(),
+        execs_per_sec: summary["execs_per_sec"].as_f64().unwrap_or(0.0),
+        edges: summary["edges"].as_u64().unwrap_or(0),
+        corpus_entries: summary["corpus"]["entries"].as_u64().unwrap_or(0),
+        corpus_bytes: summary["corpus"]["bytes"].as_u64().unwrap_or(0),
+        crashes: summary["crashes"].as_array().map_or(0, Vec::len),
+        bugs,
+    }
+}
+
+fn libfuzzer_row(target: &'static str, run: &LibfuzzerRun, edges: u64) -> Row {
+    let mut bugs: Vec<Option<(f64, usize)>> = vec![None; PLANTED_BUGS.len()];
+    for (when, input) in &run.crashes {
+        if let Some(bug) = planted_bug(input) {
+            if bugs[bug].is_none_or(|(t, _)| *when < t) {
+                bugs[bug] = Some((*when, input.len()));
+            }
+        }
+    }
+    Row {
+        target,
+        fuzzer: "libFuzzer".into(),
+        execs_per_sec: run.execs_per_sec,
+        edges,
+        corpus_entries: run.corpus_entries,
+        corpus_bytes: run.corpus_bytes,
+        crashes: run.crashes.len(),
+        bugs,
+    }
+}
+
+fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "labelfuzz vs libFuzzer, same targets, same machine, one run each, seed 1 \
+         ({empty_secs} s on `empty`, {secs} s otherwise; libFuzzer on `planted` uses \
+         -fork=1 -ignore_crashes=1 to go on after the first crash).\n"
+    );
+    let bug_names: Vec<String> = PLANTED_BUGS
+        .iter()
+        .map(|(n, _)| format!("`{n}` s / len"))
+        .collect();
+    let _ = writeln!(
+        t,
+        "| target | fuzzer | exec/s | edges | corpus entries | corpus bytes | crashes | {} |",
+        bug_names.join(" | ")
+    );
+    let _ = writeln!(
+        t,
+        "|---|---|---:|---:|---:|---:|---:|{}",
+        "---:|".repeat(PLANTED_BUGS.len())
+    );
+    for row in rows {
+        let bugs: Vec<String> = row
+            .bugs
+            .iter()
+            .map(|b| match (row.target, b) {
+                ("planted", Some((s, len))) => format!("{s:.1} / {len}"),
+                ("planted", None) => "not found".into(),
+                _ => "".into(),
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "| {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+            row.target,
+            row.fuzzer,
+            row.execs_per_sec,
+            row.edges,
+            row.corpus_entries,
+            row.corpus_bytes,
+            row.crashes,
+            bugs.join(" | ")
+        );
+    }
+    let minima: Vec<String> = PLANTED_BUGS
+        .iter()
+        .map(|(n, m)| format!("`{n}`: {} bytes", m.len()))
+        .collect();
+    let _ = writeln!(t, "\nShortlex-minimal reproducers: {}.", minima.join(", "));
+    t
+}
+
+fn main() {
+    let secs = env_secs("BENCH_SECS", 60);
+    let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
+    let havoc = 64;
+    let work = fresh_dir(&root().join("target/bench"));
+
+    eprintln!("bench: building labelfuzz fuzzers");
+    let lf_empty = build_labelfuzz("empty", None);
+    let lf_planted = build_labelfuzz("planted", None);
+    let lf_json = build_labelfuzz("json", Some("serde_json"));
+    eprintln!("bench: building libFuzzer twins");
+    let lib = build_libfuzzer();
+
+    let mut rows = Vec::new();
+    eprintln!("bench: empty");
+    let out = fresh_dir(&work.join("empty-labelfuzz"));
+    let summary = run_labelfuzz(&lf_empty, &out, empty_secs, 0);
+    rows.push(labelfuzz_row("empty", "labelfuzz", &summary, &out));
+    let run = run_libfuzzer(
+        &lib.join("empty"),
+        &fresh_dir(&work.join("empty-libfuzzer")),
+        empty_secs,
+        false,
+    );
+    let edges = replay_edges(
+        &lf_empty,
+        &work.join("empty-libfuzzer/corpus"),
+        &work.join("replay"),
+    );
+    rows.push(libfuzzer_row("empty", &run, edges));
+
+    for (target, lf_bin, keep_going) in [("planted", &lf_planted, true), ("json", &lf_json, false)]
+    {
+        for (name, h) in [("labelfuzz", 0), ("labelfuzz +havoc", havoc)] {
+            eprintln!("bench: {target} {name}");
+            let out = fresh_dir(&work.join(format!("{target}-{}", name.replace([' ', '+'], ""))));
+            let summary = run_labelfuzz(lf_bin, &out, secs, h);
+            rows.push(labelfuzz_row(target, name, &summary, &out));
+        }
+        eprintln!("bench: {target} libFuzzer");
+        let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
+        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going);
+        let edges = replay_edges(lf_bin, &dir.join("corpus"), &work.join("replay"));
+        rows.push(libfuzzer_row(target, &run, edges));
+    }
+
+    let text = table(&rows, secs, empty_secs);
+    println!("{text}");
+    let path = work.join("results.md");
+    std::fs::write(&path, &text).expect("results.md");
+    eprintln!("bench: table written to {}", path.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planted_bugs_are_classified_like_the_target_does() {
+        for (index, (_, minimal)) in PLANTED_BUGS.iter().enumerate() {
+            assert_eq!(planted_bug(minimal), Some(index));
+        }
+        assert_eq!(planted_bug(b"FUZZB\x00\xff"), Some(0));
+        assert_eq!(planted_bug(b"B\x00\xfe"), None);
+        assert_eq!(planted_bug(b"+\x01\xfe"), None);
+    }
+}

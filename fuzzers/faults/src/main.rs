@@ -1,0 +1,53 @@
+//! Faults that are not panics. Each must become its own crash label with a minimal reproducer,
+//! and the run must go on after each:
+//! - `A!`: `std::process::abort()` → SIGABRT;
+//! - `N!`: a write through a null pointer → SIGSEGV at one site;
+//! - `S!`: unbounded recursion → stack overflow, SIGSEGV at another site;
+//! - `L!`: an endless loop → timeout.
+
+use std::hint::black_box;
+
+/// True when `data` starts with `tag` followed by `!`, compared one byte at a time so that
+/// coverage sees each step.
+fn tagged(data: &[u8], tag: u8) -> bool {
+    black_box(data.first()) == Some(&tag) && black_box(data.get(1)) == Some(&b'!')
+}
+
+#[inline(never)]
+fn null_write() {
+    let null: *mut u8 = black_box(std::ptr::null_mut());
+    // SAFETY: none — this is the planted bug.
+    unsafe { null.write_volatile(1) };
+}
+
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let frame = [depth as u8; 512];
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    black_box(&frame);
+    1 + recurse(black_box(depth + 1))
+}
+
+#[inline(never)]
+fn hang() {
+    loop {
+        black_box(());
+    }
+}
+
+labelfuzz::fuzz_target!(|data: &[u8]| {
+    if tagged(data, b'A') {
+        std::process::abort();
+    }
+    if tagged(data, b'N') {
+        null_write();
+    }
+    if tagged(data, b'S') {
+        black_box(recurse(0));
+    }
+    if tagged(data, b'L') {
+        hang();
+    }
+});

@@ -1,0 +1,13 @@
+//! Fuzzes serde_json's parser. serde_json comes from the registry, so its code is only
+//! instrumented when named: `LABELFUZZ_INSTRUMENT=serde_json cargo make fuzz-target
+//! FUZZ_TARGET=fuzzers/json` (the benchmark does this).
+
+labelfuzz::fuzz_target!(|data: &[u8]| {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+        // Round-trip: what parses must serialize and parse back to the same value.
+        let text = serde_json::to_vec(&value).expect("a parsed value serializes");
+        let again: serde_json::Value =
+            serde_json::from_slice(&text).expect("serialized JSON parses");
+        assert_eq!(value, again, "JSON round trip changed the value");
+    }
+});

@@ -1,0 +1,287 @@
+//! Signal crash sites: which signal killed an execution, and where in the target.
+//!
+//! LibAFL's handler saves the reproducer and restarts the process, but does not say where the
+//! fault was. We chain a handler in front of it that records the signal and the top frames of
+//! the interrupted code inside the main executable (where the target is linked), as offsets from
+//! the executable's load address: stable across runs despite ASLR, so the same bug gets the same
+//! label in every process, and two bugs raising the same signal get two labels.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// The signals whose site is recorded.
+const SIGNALS: [libc::c_int; 6] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+    libc::SIGTRAP,
+];
+
+/// Frames of the interrupted code that name a site (as ASan and libFuzzer dedup by top frames).
+pub const SITE_FRAMES: usize = 3;
+
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static LAST_STACK_OVERFLOW: AtomicBool = AtomicBool::new(false);
+static LAST_FRAMES: [AtomicUsize; SITE_FRAMES] = [const { AtomicUsize::new(0) }; SITE_FRAMES];
+static EXE_BASE: AtomicUsize = AtomicUsize::new(0);
+static EXE_END: AtomicUsize = AtomicUsize::new(0);
+static EXE_START: AtomicUsize = AtomicUsize::new(0);
+
+/// The handlers we chain to, by signal number (read lock-free from the handler).
+static PREVIOUS: [OnceLock<libc::sigaction>; 32] = [const { OnceLock::new() }; 32];
+
+/// Where a signal was raised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignalSite {
+    /// The signal number.
+    pub signal: i32,
+    /// Offsets of the top frames in the main executable (innermost first).
+    pub frames: Vec<usize>,
+    /// A SIGSEGV whose fault address is next to the stack pointer: the stack ran out.
+    pub stack_overflow: bool,
+}
+
+/// How close to the stack pointer a fault must be to count as a stack overflow.
+const STACK_FAULT_DISTANCE: usize = 1 << 20;
+
+impl SignalSite {
+    /// The signal's name, e.g. `SIGSEGV`.
+    #[must_use]
+    pub fn signal_name(&self) -> String {
+        match self.signal {
+            libc::SIGSEGV => "SIGSEGV".into(),
+            libc::SIGBUS => "SIGBUS".into(),
+            libc::SIGILL => "SIGILL".into(),
+            libc::SIGFPE => "SIGFPE".into(),
+            libc::SIGABRT => "SIGABRT".into(),
+            libc::SIGTRAP => "SIGTRAP".into(),
+            other => format!("signal {other}"),
+        }
+    }
+
+    /// The crash kind: `stack-overflow` or `signal`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        if self.stack_overflow {
+            "stack-overflow"
+        } else {
+            "signal"
+        }
+    }
+
+    /// The label location: the signal and the frame offsets; for a stack overflow, the function
+    /// that overflowed (which instruction faults depends on how deep the input made it go).
+    #[must_use]
+    pub fn location(&self) -> String {
+        if self.stack_overflow {
+            if let Some(start) = self.frames.first().and_then(|&f| function_start(f)) {
+                return format!("stack overflow in exe+{start:#x}");
+            }
+        }
+        let frames: Vec<String> = self.frames.iter().map(|f| format!("exe+{f:#x}")).collect();
+        format!("{} at {}", self.signal_name(), frames.join(" < "))
+    }
+
+    /// The functions of the site frames, innermost first, for people (not part of the label).
+    #[must_use]
+    pub fn symbol(&self) -> String {
+        let base = EXE_BASE.load(Ordering::Relaxed);
+        let names: Vec<String> = self
+            .frames
+            .iter()
+            .map(|&frame| {
+                // The last symbol is the real function (the ones before it were inlined into it).
+                let mut name = format!("exe+{frame:#x}");
+                backtrace::resolve((base + frame) as *mut c_void, |symbol| {
+                    if let Some(n) = symbol.name() {
+                        name = format!("{n:#}");
+                    }
+                });
+                name
+            })
+            .collect();
+        names.join(" < ")
+    }
+}
+
+/// The offset of the start of the function containing offset `frame`, from the symbol table.
+fn function_start(frame: usize) -> Option<usize> {
+    let base = EXE_BASE.load(Ordering::Relaxed);
+    // Inlined frames come first, innermost first: the last symbol is the real function. Its
+    // address may be reported loaded or as in the file; either way the offset is the same.
+    let mut start = None;
+    backtrace::resolve((base + frame) as *mut c_void, |symbol| {
+        if let Some(addr) = symbol.addr() {
+            let addr = addr as usize;
+            start = Some(if addr >= base { addr - base } else { addr });
+        }
+    });
+    start
+}
+
+extern "C" fn find_executable(
+    info: *mut libc::dl_phdr_info,
+    _size: libc::size_t,
+    _data: *mut c_void,
+) -> libc::c_int {
+    // SAFETY: the loader passes a valid `dl_phdr_info`; the first object is the main program.
+    unsafe {
+        let info = &*info;
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        for i in 0..usize::from(info.dlpi_phnum) {
+            let header = &*info.dlpi_phdr.add(i);
+            if header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0 {
+                let start = info.dlpi_addr as usize + header.p_vaddr as usize;
+                lo = lo.min(start);
+                hi = hi.max(start + header.p_memsz as usize);
+            }
+        }
+        EXE_BASE.store(info.dlpi_addr as usize, Ordering::Relaxed);
+        EXE_START.store(lo, Ordering::Relaxed);
+        EXE_END.store(hi, Ordering::Relaxed);
+    }
+    1 // stop after the main program
+}
+
+/// Installs the site recorder in front of the current handlers (call after the executor is
+/// built, so LibAFL's handlers are the ones chained to).
+pub fn install() {
+    // SAFETY: plain libc calls at start-up, before any signal of interest can be delivered.
+    unsafe {
+        libc::dl_iterate_phdr(Some(find_executable), std::ptr::null_mut());
+        for signal in SIGNALS {
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &raw mut previous) != 0 {
+                continue;
+            }
+            if previous.sa_sigaction == record_site as *const () as usize {
+                continue; // already installed in this process
+            }
+            let _ = PREVIOUS[signal as usize].set(previous);
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = record_site as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+            action.sa_mask = previous.sa_mask;
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Forgets the last signal (before each execution).
+pub fn clear() {
+    LAST_SIGNAL.store(0, Ordering::Relaxed);
+    LAST_STACK_OVERFLOW.store(false, Ordering::Relaxed);
+}
+
+/// The site of the signal that ended the last execution, if one did.
+#[must_use]
+pub fn take_site() -> Option<SignalSite> {
+    let signal = LAST_SIGNAL.swap(0, Ordering::Relaxed);
+    (signal != 0).then(|| SignalSite {
+        signal,
+        frames: LAST_FRAMES
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .take_while(|&f| f != 0)
+            .map(|f| f - 1)
+            .collect(),
+        stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
+    })
+}
+
+/// The interrupted program counter and stack pointer, from the signal context.
+unsafe fn interrupted_pc_sp(context: *mut c_void) -> (usize, usize) {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        // SAFETY: the kernel passes a valid ucontext to SA_SIGINFO handlers.
+        let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
+        (
+            gregs[libc::REG_RIP as usize] as usize,
+            gregs[libc::REG_RSP as usize] as usize,
+        )
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        // SAFETY: as above.
+        let mcontext = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext };
+        (mcontext.pc as usize, mcontext.sp as usize)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        let _ = context;
+        (0, 0)
+    }
+}
+
+extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: runs as a signal handler; it only reads the context, walks the stack without
+    // allocating and stores to atomics, then hands over to the previous handler.
+    unsafe {
+        let (pc, sp) = interrupted_pc_sp(context);
+        let fault = if info.is_null() {
+            0
+        } else {
+            (*info).si_addr() as usize
+        };
+        LAST_STACK_OVERFLOW.store(
+            signal == libc::SIGSEGV && sp != 0 && fault.abs_diff(sp) < STACK_FAULT_DISTANCE,
+            Ordering::Relaxed,
+        );
+        let (lo, hi, base) = (
+            EXE_START.load(Ordering::Relaxed),
+            EXE_END.load(Ordering::Relaxed),
+            EXE_BASE.load(Ordering::Relaxed),
+        );
+        let mut frames = [0usize; 64];
+        let mut count = 0;
+        backtrace::trace_unsynchronized(|frame| {
+            frames[count] = frame.ip() as usize;
+            count += 1;
+            count < frames.len()
+        });
+        // Frames before the interrupted PC belong to this handler: start at the PC.
+        let start = frames[..count].iter().position(|&ip| ip == pc);
+        let interrupted: &[usize] = match start {
+            Some(i) => &frames[i..count],
+            None => std::slice::from_ref(&pc),
+        };
+        let mut kept = 0;
+        for &ip in interrupted {
+            if kept == SITE_FRAMES {
+                break;
+            }
+            if ip >= lo && ip < hi {
+                LAST_FRAMES[kept].store(ip - base + 1, Ordering::Relaxed);
+                kept += 1;
+            }
+        }
+        for slot in &LAST_FRAMES[kept..] {
+            slot.store(0, Ordering::Relaxed);
+        }
+        LAST_SIGNAL.store(signal, Ordering::Relaxed);
+
+        match PREVIOUS[signal as usize].get().copied() {
+            Some(previous) if previous.sa_flags & libc::SA_SIGINFO != 0 => {
+                let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal, info, context);
+            }
+            Some(previous) if previous.sa_sigaction == libc::SIG_IGN => {}
+            Some(previous) if previous.sa_sigaction != libc::SIG_DFL => {
+                let handler: extern "C" fn(libc::c_int) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal);
+            }
+            _ => {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
+    }
+}
