@@ -26,6 +26,31 @@ use crate::seen::{input_hash, KilledInputs};
 use crate::table::LabelTable;
 use crate::EdgesObserver;
 
+/// Names a feedback and makes it create its table in the state (once: a restored state keeps
+/// the table it has).
+macro_rules! feedback_with_table {
+    ($feedback:ident, $name:literal, $table:ident) => {
+        impl Named for $feedback {
+            fn name(&self) -> &Cow<'static, str> {
+                static NAME: Cow<'static, str> = Cow::Borrowed($name);
+                &NAME
+            }
+        }
+
+        impl<S: HasMetadata> StateInitializer<S> for $feedback {
+            fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
+                if !state.has_metadata::<$table>() {
+                    state.add_metadata($table::default());
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+feedback_with_table!(LabelFeedback, "labels", LabelTable);
+feedback_with_table!(CrashLabelFeedback, "crash-labels", CrashTable);
+
 /// The labels an input showed when it entered the corpus (testcase metadata).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct InputLabels(pub Vec<Label>);
@@ -48,22 +73,6 @@ impl LabelFeedback {
             edges,
             labels: Vec::with_capacity(1024),
         }
-    }
-}
-
-impl Named for LabelFeedback {
-    fn name(&self) -> &Cow<'static, str> {
-        static NAME: Cow<'static, str> = Cow::Borrowed("labels");
-        &NAME
-    }
-}
-
-impl<S: HasMetadata> StateInitializer<S> for LabelFeedback {
-    fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
-        if !state.has_metadata::<LabelTable>() {
-            state.add_metadata(LabelTable::new());
-        }
-        Ok(())
     }
 }
 
@@ -118,22 +127,6 @@ impl CrashLabelFeedback {
     #[must_use]
     pub fn new(crash: Handle<CrashObserver>, out: OutputDir) -> Self {
         CrashLabelFeedback { crash, out }
-    }
-}
-
-impl Named for CrashLabelFeedback {
-    fn name(&self) -> &Cow<'static, str> {
-        static NAME: Cow<'static, str> = Cow::Borrowed("crash-labels");
-        &NAME
-    }
-}
-
-impl<S: HasMetadata> StateInitializer<S> for CrashLabelFeedback {
-    fn init_state(&mut self, state: &mut S) -> Result<(), Error> {
-        if !state.has_metadata::<CrashTable>() {
-            state.add_metadata(CrashTable::default());
-        }
-        Ok(())
     }
 }
 

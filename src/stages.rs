@@ -19,7 +19,7 @@ use libafl::state::{
     HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
 };
 use libafl::{Error, Evaluator, ExecuteInputResult, HasMetadata};
-use libafl_bolts::tuples::{Handle, MatchNameRef};
+use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 use libafl_bolts::{current_time, hash_std};
 
 use crate::crash::CrashObserver;
@@ -126,8 +126,7 @@ impl Considerer {
         filtered: bool,
     ) -> Result<Outcome, Error>
     where
-        E: HasObservers,
-        E::Observers: libafl_bolts::tuples::MatchName,
+        E: ObservedExecutor,
         S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
@@ -167,8 +166,7 @@ impl Considerer {
         fresh: bool,
     ) -> Result<bool, Error>
     where
-        E: HasObservers,
-        E::Observers: libafl_bolts::tuples::MatchName,
+        E: ObservedExecutor,
         S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
@@ -203,8 +201,7 @@ impl Considerer {
         input: Vec<u8>,
     ) -> Result<(), Error>
     where
-        E: HasObservers,
-        E::Observers: libafl_bolts::tuples::MatchName,
+        E: ObservedExecutor,
         S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
@@ -246,8 +243,7 @@ impl Considerer {
         mut work: Vec<(Vec<u8>, Label)>,
     ) -> Result<(), Error>
     where
-        E: HasObservers,
-        E::Observers: libafl_bolts::tuples::MatchName,
+        E: ObservedExecutor,
         S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
@@ -311,8 +307,7 @@ impl CrashShrinkStage {
 
 impl<E, EM, S, Z> Stage<E, EM, S, Z> for CrashShrinkStage
 where
-    E: HasObservers,
-    E::Observers: libafl_bolts::tuples::MatchName,
+    E: ObservedExecutor,
     S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
     Z: Evaluator<E, EM, BytesInput, S>,
 {
@@ -335,16 +330,6 @@ where
                 vec![(input, label)],
             )?;
         }
-        Ok(())
-    }
-}
-
-impl<S> Restartable<S> for CrashShrinkStage {
-    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
-        Ok(true)
-    }
-
-    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -377,14 +362,8 @@ impl ExpandStage {
 
 impl<E, EM, S, Z> Stage<E, EM, S, Z> for ExpandStage
 where
-    E: HasObservers,
-    E::Observers: libafl_bolts::tuples::MatchName,
-    S: HasCurrentTestcase<BytesInput>
-        + HasRand
-        + HasExecutions
-        + HasStartTime
-        + Stoppable
-        + HasMetadata,
+    E: ObservedExecutor,
+    S: FuzzState,
     Z: Evaluator<E, EM, BytesInput, S>,
 {
     fn perform(
@@ -435,18 +414,6 @@ where
     }
 }
 
-impl<S> Restartable<S> for ExpandStage {
-    // Expansion is cheap to redo and holds no progress worth saving: a restart simply starts over
-    // from a freshly scheduled input.
-    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
-        Ok(true)
-    }
-
-    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
 /// Tries LibAFL havoc mutants of the scheduled input, each through [`Considerer::consider`], so
 /// an improving mutant is shrunk at once like any other.
 #[derive(Debug)]
@@ -473,8 +440,7 @@ impl<M> HavocStage<M> {
 
 impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for HavocStage<M>
 where
-    E: HasObservers,
-    E::Observers: libafl_bolts::tuples::MatchName,
+    E: ObservedExecutor,
     M: Mutator<BytesInput, S>,
     S: HasCurrentTestcase<BytesInput>
         + HasRand
@@ -518,16 +484,6 @@ where
                 break;
             }
         }
-        Ok(())
-    }
-}
-
-impl<M, S> Restartable<S> for HavocStage<M> {
-    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
-        Ok(true)
-    }
-
-    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -606,12 +562,42 @@ where
     }
 }
 
-impl<S> Restartable<S> for ReportStage {
-    fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
-        Ok(true)
-    }
+/// Implements [`Restartable`] for stages that keep no progress worth saving: after a restart
+/// they start over (expansion and havoc from a freshly scheduled input; crash shrinking keeps its
+/// own progress in the crash table; reporting has none).
+macro_rules! restart_from_scratch {
+    ($($stage:ident $(<$param:ident>)?),+) => {$(
+        impl<$($param,)? S> Restartable<S> for $stage $(<$param>)? {
+            fn should_restart(&mut self, _state: &mut S) -> Result<bool, Error> {
+                Ok(true)
+            }
 
-    fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
-        Ok(())
-    }
+            fn clear_progress(&mut self, _state: &mut S) -> Result<(), Error> {
+                Ok(())
+            }
+        }
+    )+};
 }
+
+restart_from_scratch!(CrashShrinkStage, ExpandStage, HavocStage<M>, ReportStage);
+
+/// What the stages need of the state.
+pub trait FuzzState:
+    HasCurrentTestcase<BytesInput> + HasRand + HasExecutions + HasStartTime + Stoppable + HasMetadata
+{
+}
+
+impl<S> FuzzState for S where
+    S: HasCurrentTestcase<BytesInput>
+        + HasRand
+        + HasExecutions
+        + HasStartTime
+        + Stoppable
+        + HasMetadata
+{
+}
+
+/// An executor whose observers can be looked up by handle.
+pub trait ObservedExecutor: HasObservers<Observers: MatchName> {}
+
+impl<E: HasObservers<Observers: MatchName>> ObservedExecutor for E {}
