@@ -6,8 +6,9 @@
 //! restarting event manager starts a fresh process); [`CrashObserver`] names them either way.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use libafl::executors::ExitKind;
 use libafl::observers::Observer;
@@ -20,7 +21,8 @@ use crate::labels::Label;
 /// What went wrong in one failing execution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashInfo {
-    /// `panic`, `signal`, `stack-overflow`, `timeout` or `oom`.
+    /// `panic`, `signal`, `stack-overflow`, `exit` (the target called `exit()`), `timeout` or
+    /// `oom`.
     pub kind: String,
     /// Where: `file:line:col` for a panic; for a signal its name and the top frames of the
     /// interrupted code (`SIGSEGV at exe+0x1a2b < exe+0x3c4d < ...`); empty when unknown.
@@ -49,8 +51,6 @@ impl CrashInfo {
 }
 
 thread_local! {
-    /// True while the target runs on this thread (panics elsewhere are the fuzzer's own).
-    static IN_TARGET: Cell<bool> = const { Cell::new(false) };
     /// The last panic caught in the target.
     static LAST_PANIC: RefCell<Option<CrashInfo>> = const { RefCell::new(None) };
 }
@@ -62,7 +62,7 @@ thread_local! {
 pub fn install_panic_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
-        if IN_TARGET.with(Cell::get) {
+        if IN_TARGET.load(Ordering::Relaxed) {
             let location = info
                 .location()
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
@@ -80,7 +80,7 @@ pub fn install_panic_hook() {
                 .chars()
                 .take(200)
                 .collect();
-            LAST_PANIC.with(|p| {
+            let _ = LAST_PANIC.try_with(|p| {
                 *p.borrow_mut() = Some(CrashInfo {
                     kind: "panic".into(),
                     location,
@@ -93,11 +93,36 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// True while the target runs (panics outside it are the fuzzer's own). A plain atomic, not a
+/// thread-local: it is read from the exit guard, when thread-locals may be gone.
+static IN_TARGET: AtomicBool = AtomicBool::new(false);
+
+/// Set when the target called `exit()`; the exit guard then aborts so the input is saved.
+static EXITED_IN_TARGET: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn exit_guard() {
+    if IN_TARGET.load(Ordering::Relaxed) {
+        EXITED_IN_TARGET.store(true, Ordering::Relaxed);
+        // SAFETY: abort never returns; it raises SIGABRT, which LibAFL's handler turns into a
+        // saved reproducer and a restart instead of the end of the run.
+        unsafe { libc::abort() };
+    }
+}
+
+/// Makes a call to `exit()` from inside the target a crash (kind `exit`) instead of the silent
+/// end of the fuzzer: the exit is turned into an abort while the target runs.
+pub fn install_exit_guard() {
+    // SAFETY: registering a plain `extern "C"` function with atexit.
+    unsafe {
+        libc::atexit(exit_guard);
+    }
+}
+
 /// Runs the target on `data`, catching a panic as [`ExitKind::Crash`].
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
-    IN_TARGET.with(|t| t.set(true));
+    IN_TARGET.store(true, Ordering::Relaxed);
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
-    IN_TARGET.with(|t| t.set(false));
+    IN_TARGET.store(false, Ordering::Relaxed);
     match outcome {
         Ok(()) => ExitKind::Ok,
         Err(_payload) => ExitKind::Crash,
@@ -137,8 +162,9 @@ impl Named for CrashObserver {
 impl<I, S> Observer<I, S> for CrashObserver {
     fn pre_exec(&mut self, _state: &mut S, _input: &I) -> Result<(), Error> {
         self.last = None;
-        LAST_PANIC.with(|p| p.borrow_mut().take());
+        let _ = LAST_PANIC.try_with(|p| p.borrow_mut().take());
         crate::signals::clear();
+        EXITED_IN_TARGET.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -151,11 +177,18 @@ impl<I, S> Observer<I, S> for CrashObserver {
         self.last = match exit_kind {
             ExitKind::Ok => None,
             ExitKind::Crash => Some(
+                // try_with: during exit() (see the exit guard) thread-locals may be gone.
                 LAST_PANIC
-                    .with(|p| p.borrow_mut().take())
+                    .try_with(|p| p.borrow_mut().take())
+                    .ok()
+                    .flatten()
                     .or_else(|| {
                         crate::signals::take_site().map(|site| CrashInfo {
-                            kind: site.kind().into(),
+                            kind: if EXITED_IN_TARGET.swap(false, Ordering::Relaxed) {
+                                "exit".into()
+                            } else {
+                                site.kind().into()
+                            },
                             location: site.location(),
                             message: format!("{} in {}", site.signal_name(), site.symbol()),
                         })

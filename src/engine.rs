@@ -188,6 +188,7 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
     install_panic_hook();
     crate::signals::install();
+    crate::crash::install_exit_guard();
 
     let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
     // The empty input first, then the seeds. The cursor lives in the state and moves before each

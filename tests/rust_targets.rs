@@ -181,6 +181,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     let null = expect(b"N!", "signal", "SIGSEGV at exe+");
     let overflow = expect(b"S!", "stack-overflow", "stack overflow in exe+");
     expect(b"L!", "timeout", "");
+    expect(b"X!", "exit", "SIGABRT at exe+");
     assert_ne!(
         null, overflow,
         "two SIGSEGV bugs at two sites are two labels"
@@ -188,7 +189,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_ne!(abort, null);
     assert_eq!(
         crashes.len(),
-        4,
+        5,
         "one label per bug, no duplicates: {by_input:?}"
     );
     for crash in crashes {

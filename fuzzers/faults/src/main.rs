@@ -3,7 +3,8 @@
 //! - `A!`: `std::process::abort()` → SIGABRT;
 //! - `N!`: a write through a null pointer → SIGSEGV at one site;
 //! - `S!`: unbounded recursion → stack overflow, SIGSEGV at another site;
-//! - `L!`: an endless loop → timeout.
+//! - `L!`: an endless loop → timeout;
+//! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash.
 
 use std::hint::black_box;
 
@@ -49,5 +50,8 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if tagged(data, b'L') {
         hang();
+    }
+    if tagged(data, b'X') {
+        std::process::exit(0);
     }
 });
