@@ -53,7 +53,7 @@ pub struct Options {
 
     /// LibAFL havoc mutants tried per scheduled input, after its expansions (0: expand/shrink
     /// only). The default won on the benchmark: same bugs, more edges on structured input.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 16)]
     pub havoc: usize,
 
     /// Run each input of the corpus directories once, report their labels and edges in
@@ -181,7 +181,7 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
         Err(e) => e.exit(),
     };
     match crate::engine::fuzz(&options.config(), target) {
-        Ok(outcome) => std::process::exit(i32::from(outcome.crashes > 0)),
+        Ok(outcome) => std::process::exit(i32::from(outcome.found_crashes())),
         Err(e) => {
             eprintln!("labelfuzz: error: {e}");
             std::process::exit(2)

@@ -3,7 +3,7 @@
 //! A crash record is written to `OUT/crashes/` the moment it is found or improved — before a
 //! signal handler restarts the process — so no crash that was reported is ever lost.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use libafl_bolts::impl_serdeany;
@@ -41,10 +41,6 @@ pub struct CrashRecord {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CrashTable {
     records: BTreeMap<Label, CrashRecord>,
-    /// Hashes of the shrink candidates already run, per label being shrunk. Kept in the state
-    /// (which a restart restores) so that a candidate that kills the process runs only once.
-    #[serde(default)]
-    tried: BTreeMap<Label, BTreeSet<u64>>,
 }
 
 impl_serdeany!(CrashTable);
@@ -104,18 +100,11 @@ impl CrashTable {
             .map(|r| (r.label, r.key.clone()))
     }
 
-    /// Marks `label`'s reproducer as shrunk to a fixpoint and forgets its tried candidates.
+    /// Marks `label`'s reproducer as shrunk to a fixpoint.
     pub fn mark_shrunk(&mut self, label: Label) {
         if let Some(record) = self.records.get_mut(&label) {
             record.shrunk = true;
         }
-        self.tried.remove(&label);
-    }
-
-    /// Notes that a shrink candidate of `label` (by hash) is about to run; false when it already
-    /// ran — in this process or one that a signal ended — so it is not run again.
-    pub fn first_try(&mut self, label: Label, candidate_hash: u64) -> bool {
-        self.tried.entry(label).or_default().insert(candidate_hash)
     }
 
     /// The records, by label.

@@ -26,6 +26,7 @@ pub struct Expansions {
     step: Step,
     max_len: usize,
     bytes: bool,
+    last_random: bool,
 }
 
 impl Expansions {
@@ -36,6 +37,7 @@ impl Expansions {
             step: Step::RandomRun,
             max_len,
             bytes: true,
+            last_random: false,
         }
     }
 
@@ -47,6 +49,7 @@ impl Expansions {
             step: Step::RandomRun,
             max_len,
             bytes: false,
+            last_random: false,
         }
     }
 
@@ -54,7 +57,7 @@ impl Expansions {
     /// not worth a lookup in the filter of inputs already run.
     #[must_use]
     pub fn last_was_random(&self) -> bool {
-        matches!(self.step, Step::Byte(0)) || (!self.bytes && self.step == Step::Done)
+        self.last_random
     }
 
     /// Writes the next expansion of `base` into `out`; false when there are no more.
@@ -64,6 +67,7 @@ impl Expansions {
             self.step = Step::Done;
         }
         out.clear();
+        self.last_random = self.step == Step::RandomRun;
         match self.step {
             Step::RandomRun => {
                 let most = room.min(MAX_RANDOM_APPEND);

@@ -19,8 +19,8 @@ use libafl::state::{
     HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
 };
 use libafl::{Error, Evaluator, ExecuteInputResult, HasMetadata};
+use libafl_bolts::current_time;
 use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
-use libafl_bolts::{current_time, hash_std};
 
 use crate::crash::CrashObserver;
 use crate::crashes::CrashTable;
@@ -110,12 +110,6 @@ impl Considerer {
         }
     }
 
-    /// The run limits.
-    #[must_use]
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
     fn evaluate<E, EM, S, Z>(
         &mut self,
         fuzzer: &mut Z,
@@ -127,7 +121,7 @@ impl Considerer {
     ) -> Result<Outcome, Error>
     where
         E: ObservedExecutor,
-        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+        S: RunState,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         if self.limits.exhausted(state) {
@@ -167,7 +161,7 @@ impl Considerer {
     ) -> Result<bool, Error>
     where
         E: ObservedExecutor,
-        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+        S: RunState,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         match self.evaluate(fuzzer, executor, state, manager, bytes, !fresh)? {
@@ -202,7 +196,7 @@ impl Considerer {
     ) -> Result<(), Error>
     where
         E: ObservedExecutor,
-        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+        S: RunState,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         let mut crashes = Vec::new();
@@ -231,9 +225,10 @@ impl Considerer {
 
     /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
     ///
-    /// A candidate may end the process (a signal or a timeout): each is noted in the state before
-    /// it runs, so after the restart [`CrashShrinkStage`] resumes the shrink from the best
-    /// reproducer so far without running that candidate again.
+    /// A candidate may end the process (a signal or a timeout). The reproducer is saved first and
+    /// the input joins the killed inputs that the next process's filter skips, so after the
+    /// restart [`CrashShrinkStage`] resumes from the best reproducer so far without running that
+    /// candidate again.
     pub fn shrink_crashes<E, EM, S, Z>(
         &mut self,
         fuzzer: &mut Z,
@@ -244,37 +239,25 @@ impl Considerer {
     ) -> Result<(), Error>
     where
         E: ObservedExecutor,
-        S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+        S: RunState,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
         while let Some((input, target)) = work.pop() {
             let mut failure = None;
             let mut others = Vec::new();
-            let mut judge = |candidate: &[u8]| {
-                let first = match state.metadata_mut::<CrashTable>() {
-                    Ok(table) => table.first_try(target, hash_std(candidate)),
-                    Err(e) => {
-                        failure = Some(e);
-                        return Verdict::Stop;
-                    }
-                };
-                if !first {
-                    return Verdict::Rejected;
+            let mut judge = |candidate: &[u8]| match self
+                .evaluate(fuzzer, executor, state, manager, candidate, true)
+            {
+                Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
+                Ok(Outcome::Crash(Some(label))) => {
+                    others.push((candidate.to_vec(), label));
+                    Verdict::Rejected
                 }
-                match self.evaluate(fuzzer, executor, state, manager, candidate, true) {
-                    Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
-                    Ok(Outcome::Crash(Some(label))) => {
-                        others.push((candidate.to_vec(), label));
-                        Verdict::Rejected
-                    }
-                    Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => {
-                        Verdict::Rejected
-                    }
-                    Ok(Outcome::Stop) => Verdict::Stop,
-                    Err(e) => {
-                        failure = Some(e);
-                        Verdict::Stop
-                    }
+                Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
+                Ok(Outcome::Stop) => Verdict::Stop,
+                Err(e) => {
+                    failure = Some(e);
+                    Verdict::Stop
                 }
             };
             shrink(input, Plan::CRASH, &mut judge);
@@ -308,7 +291,7 @@ impl CrashShrinkStage {
 impl<E, EM, S, Z> Stage<E, EM, S, Z> for CrashShrinkStage
 where
     E: ObservedExecutor,
-    S: HasExecutions + HasStartTime + Stoppable + HasMetadata,
+    S: RunState,
     Z: Evaluator<E, EM, BytesInput, S>,
 {
     fn perform(
@@ -345,6 +328,7 @@ libafl_bolts::impl_serdeany!(ByteExpansionsTried);
 pub struct ExpandStage {
     considerer: Considerer,
     max_len: usize,
+    base: Vec<u8>,
     candidate: Vec<u8>,
 }
 
@@ -355,6 +339,7 @@ impl ExpandStage {
         ExpandStage {
             considerer,
             max_len,
+            base: Vec::new(),
             candidate: Vec::new(),
         }
     }
@@ -373,24 +358,14 @@ where
         state: &mut S,
         manager: &mut EM,
     ) -> Result<(), Error> {
-        let (base, bytes_tried) = {
-            let testcase = state.current_testcase()?;
-            let input = testcase
-                .input()
-                .as_ref()
-                .ok_or_else(|| Error::empty("the scheduled testcase has no input"))?;
-            (
-                input.as_ref().clone(),
-                testcase.has_metadata::<ByteExpansionsTried>(),
-            )
-        };
+        let bytes_tried = load_current_into(state, &mut self.base)?;
         let mut expansions = if bytes_tried {
             Expansions::random_only(self.max_len)
         } else {
             Expansions::new(self.max_len)
         };
         let mut improved = false;
-        while expansions.next_into(&base, state.rand_mut(), &mut self.candidate) {
+        while expansions.next_into(&self.base, state.rand_mut(), &mut self.candidate) {
             improved = self.considerer.consider(
                 fuzzer,
                 executor,
@@ -422,6 +397,8 @@ pub struct HavocStage<M> {
     mutator: M,
     iterations: usize,
     max_len: usize,
+    base: Vec<u8>,
+    mutant: BytesInput,
 }
 
 impl<M> HavocStage<M> {
@@ -434,6 +411,8 @@ impl<M> HavocStage<M> {
             mutator,
             iterations,
             max_len,
+            base: Vec::new(),
+            mutant: BytesInput::new(Vec::new()),
         }
     }
 }
@@ -442,12 +421,7 @@ impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for HavocStage<M>
 where
     E: ObservedExecutor,
     M: Mutator<BytesInput, S>,
-    S: HasCurrentTestcase<BytesInput>
-        + HasRand
-        + HasExecutions
-        + HasStartTime
-        + Stoppable
-        + HasMetadata,
+    S: FuzzState,
     Z: Evaluator<E, EM, BytesInput, S>,
 {
     fn perform(
@@ -460,23 +434,22 @@ where
         if self.iterations == 0 || state.stop_requested() {
             return Ok(());
         }
-        let base = current_bytes(state)?;
-        let mut mutant = BytesInput::new(Vec::with_capacity(base.len() * 2));
+        load_current_into(state, &mut self.base)?;
         for _ in 0..self.iterations {
-            let bytes: &mut Vec<u8> = mutant.as_mut();
+            let bytes: &mut Vec<u8> = self.mutant.as_mut();
             bytes.clear();
-            bytes.extend_from_slice(&base);
-            if self.mutator.mutate(state, &mut mutant)? == MutationResult::Skipped {
+            bytes.extend_from_slice(&self.base);
+            if self.mutator.mutate(state, &mut self.mutant)? == MutationResult::Skipped {
                 continue;
             }
-            let bytes: &mut Vec<u8> = mutant.as_mut();
+            let bytes: &mut Vec<u8> = self.mutant.as_mut();
             bytes.truncate(self.max_len);
             let improved = self.considerer.consider(
                 fuzzer,
                 executor,
                 state,
                 manager,
-                mutant.as_ref(),
+                self.mutant.as_ref(),
                 false,
             )?;
             self.mutator.post_exec(state, None)?;
@@ -488,14 +461,20 @@ where
     }
 }
 
-/// The bytes of the scheduled input.
-fn current_bytes<S: HasCurrentTestcase<BytesInput>>(state: &S) -> Result<Vec<u8>, Error> {
+/// Copies the scheduled input into `buffer` (reused: no allocation per scheduled input) and says
+/// whether its single-byte expansions were all tried already.
+fn load_current_into<S: HasCurrentTestcase<BytesInput>>(
+    state: &S,
+    buffer: &mut Vec<u8>,
+) -> Result<bool, Error> {
     let testcase = state.current_testcase()?;
     let input = testcase
         .input()
         .as_ref()
         .ok_or_else(|| Error::empty("the scheduled testcase has no input"))?;
-    Ok(input.as_ref().clone())
+    buffer.clear();
+    buffer.extend_from_slice(input.as_ref());
+    Ok(testcase.has_metadata::<ByteExpansionsTried>())
 }
 
 /// Writes the output directory every few seconds and ends the run at its limits.
@@ -531,22 +510,14 @@ where
         state: &mut S,
         _manager: &mut EM,
     ) -> Result<(), Error> {
-        let crashes = state
-            .metadata::<crate::crashes::CrashTable>()
-            .map_or(0, crate::crashes::CrashTable::len);
-        if self.limits.stop_on_crash && crashes > 0 {
-            state.request_stop();
-        }
-        self.limits.exhausted(state);
-        let now = current_time();
-        // The clock is read here anyway: check the deadline at every scheduling point too.
-        if self
-            .limits
-            .max_time
-            .is_some_and(|t| now.saturating_sub(*state.start_time()) >= t)
+        if self.limits.stop_on_crash && state.metadata::<CrashTable>().is_ok_and(|t| !t.is_empty())
         {
             state.request_stop();
         }
+        // The deadline is checked by the engine before every scheduling point, and by
+        // `Limits::exhausted` before every execution.
+        self.limits.exhausted(state);
+        let now = current_time();
         if now.saturating_sub(self.last) >= self.every || state.stop_requested() {
             self.last = now;
             // Reproducers are on disk already; the solutions corpus only grows memory.
@@ -581,21 +552,15 @@ macro_rules! restart_from_scratch {
 
 restart_from_scratch!(CrashShrinkStage, ExpandStage, HavocStage<M>, ReportStage);
 
-/// What the stages need of the state.
-pub trait FuzzState:
-    HasCurrentTestcase<BytesInput> + HasRand + HasExecutions + HasStartTime + Stoppable + HasMetadata
-{
-}
+/// What running and judging inputs needs of the state.
+pub trait RunState: HasExecutions + HasStartTime + Stoppable + HasMetadata {}
 
-impl<S> FuzzState for S where
-    S: HasCurrentTestcase<BytesInput>
-        + HasRand
-        + HasExecutions
-        + HasStartTime
-        + Stoppable
-        + HasMetadata
-{
-}
+impl<S: HasExecutions + HasStartTime + Stoppable + HasMetadata> RunState for S {}
+
+/// What the mutating stages need of the state: also the scheduled input and randomness.
+pub trait FuzzState: RunState + HasCurrentTestcase<BytesInput> + HasRand {}
+
+impl<S: RunState + HasCurrentTestcase<BytesInput> + HasRand> FuzzState for S {}
 
 /// An executor whose observers can be looked up by handle.
 pub trait ObservedExecutor: HasObservers<Observers: MatchName> {}

@@ -348,7 +348,12 @@ fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
 fn main() {
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
-    let havoc = 64;
+    // labelfuzz's default mix (expand/shrink plus 16 havoc mutants per scheduled input) and
+    // expand/shrink alone.
+    let configs = [
+        ("labelfuzz (expand/shrink)", 0),
+        ("labelfuzz default (+havoc 16)", 16),
+    ];
     let work = fresh_dir(&root().join("target/bench"));
 
     eprintln!("bench: building labelfuzz fuzzers");
@@ -360,9 +365,11 @@ fn main() {
 
     let mut rows = Vec::new();
     eprintln!("bench: empty");
-    let out = fresh_dir(&work.join("empty-labelfuzz"));
-    let summary = run_labelfuzz(&lf_empty, &out, empty_secs, 0);
-    rows.push(labelfuzz_row("empty", "labelfuzz", &summary, &out));
+    for (i, (name, havoc)) in configs.iter().enumerate() {
+        let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
+        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, *havoc);
+        rows.push(labelfuzz_row("empty", name, &summary, &out));
+    }
     let run = run_libfuzzer(
         &lib.join("empty"),
         &fresh_dir(&work.join("empty-libfuzzer")),
@@ -378,10 +385,10 @@ fn main() {
 
     for (target, lf_bin, keep_going) in [("planted", &lf_planted, true), ("json", &lf_json, false)]
     {
-        for (name, h) in [("labelfuzz", 0), ("labelfuzz +havoc", havoc)] {
+        for (i, (name, havoc)) in configs.iter().enumerate() {
             eprintln!("bench: {target} {name}");
-            let out = fresh_dir(&work.join(format!("{target}-{}", name.replace([' ', '+'], ""))));
-            let summary = run_labelfuzz(lf_bin, &out, secs, h);
+            let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
+            let summary = run_labelfuzz(lf_bin, &out, secs, *havoc);
             rows.push(labelfuzz_row(target, name, &summary, &out));
         }
         eprintln!("bench: {target} libFuzzer");
