@@ -21,15 +21,18 @@ use crate::labels::Label;
 /// What went wrong in one failing execution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashInfo {
-    /// `panic`, `signal`, `stack-overflow`, `exit` (the target called `exit()`), `timeout` or
+    /// `panic`, `signal`, `sanitizer` (a sanitizer's report), `stack-overflow`, `exit` (the target called `exit()`), `timeout` or
     /// `oom`.
     pub kind: String,
     /// Where: `file:line:col` for a panic; for a signal its name and the top frames of the
     /// interrupted code (`SIGSEGV at exe+0x1a2b < exe+0x3c4d < ...`); empty when unknown.
     pub location: String,
-    /// The first line of the panic message (informative only: not part of the label, since it
-    /// often carries input-dependent values).
+    /// The first line of the panic message, or the signal or sanitizer bug (informative only:
+    /// not part of the label, since it often carries input-dependent values).
     pub message: String,
+    /// The site's frames as offsets in the executable, innermost first (empty for panics).
+    #[serde(default)]
+    pub frames: Vec<usize>,
 }
 
 impl CrashInfo {
@@ -37,6 +40,21 @@ impl CrashInfo {
     #[must_use]
     pub fn label(&self) -> Label {
         Label::crash(&self.kind, &self.location)
+    }
+
+    /// The message with the site's function names added (reads debug information: call once
+    /// per new label, not for every crash).
+    #[must_use]
+    pub fn described(&self) -> String {
+        if self.frames.is_empty() {
+            self.message.clone()
+        } else {
+            format!(
+                "{} in {}",
+                self.message,
+                crate::signals::describe_frames(&self.frames)
+            )
+        }
     }
 
     /// The prefix of reproducer file names, following libFuzzer (`crash-`, `timeout-`, `oom-`).
@@ -85,6 +103,7 @@ pub fn install_panic_hook() {
                     kind: "panic".into(),
                     location,
                     message,
+                    frames: Vec::new(),
                 });
             });
         } else {
@@ -120,6 +139,8 @@ pub fn install_exit_guard() {
 
 /// Runs the target on `data`, catching a panic as [`ExitKind::Crash`].
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
+    let entry_marker = 0u8;
+    crate::signals::mark_target_entry(std::hint::black_box(&raw const entry_marker) as usize);
     IN_TARGET.store(true, Ordering::Relaxed);
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     IN_TARGET.store(false, Ordering::Relaxed);
@@ -173,6 +194,7 @@ impl<I, S> Observer<I, S> for CrashObserver {
             kind: kind.into(),
             location: String::new(),
             message: String::new(),
+            frames: Vec::new(),
         };
         self.last = match exit_kind {
             ExitKind::Ok => None,
@@ -190,7 +212,11 @@ impl<I, S> Observer<I, S> for CrashObserver {
                                 site.kind().into()
                             },
                             location: site.location(),
-                            message: format!("{} in {}", site.signal_name(), site.symbol()),
+                            message: match &site.sanitizer {
+                                Some(report) => format!("{}: {}", report.tool, report.bug),
+                                None => site.signal_name(),
+                            },
+                            frames: site.frames,
                         })
                     })
                     .unwrap_or_else(|| simple("signal")),
@@ -245,7 +271,8 @@ mod tests {
             CrashInfo {
                 kind: "timeout".into(),
                 location: String::new(),
-                message: String::new()
+                message: String::new(),
+                frames: Vec::new(),
             }
             .file_prefix(),
             "timeout"

@@ -76,7 +76,10 @@ impl CrashTable {
         let new = !self.records.contains_key(&label);
         let record = self.records.entry(label).or_insert_with(|| CrashRecord {
             label,
-            info: info.clone(),
+            info: CrashInfo {
+                message: info.described(),
+                ..info.clone()
+            },
             key: Vec::new(),
             file: file.clone(),
             len: 0,
@@ -87,7 +90,10 @@ impl CrashTable {
         record.shrunk = false;
         record.key = key.to_vec();
         record.len = bytes.len();
-        record.info.message.clone_from(&info.message);
+        if info.frames.is_empty() {
+            // A panic's message may change with the input; a site's description does not.
+            record.info.message.clone_from(&info.message);
+        }
         Ok(new)
     }
 
@@ -134,6 +140,7 @@ mod tests {
             kind: "panic".into(),
             location: location.into(),
             message: "boom".into(),
+            frames: Vec::new(),
         }
     }
 

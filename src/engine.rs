@@ -184,6 +184,9 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
         .harness(&mut harness)
         .observers(tuple_list!(edges, crash_observer))
         .timeout(config.timeout)
+        // LibAFL's crash dump symbolizes a backtrace on every crash (100+ ms in a large
+        // binary); the crash table names a site once, when its label is new.
+        .crashdump(false)
         .fuzzer(&mut fuzzer)
         .state(&mut state)
         .event_mgr(&mut manager)

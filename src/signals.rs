@@ -8,7 +8,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The signals whose site is recorded.
 const SIGNALS: [libc::c_int; 6] = [
@@ -29,6 +29,9 @@ static LAST_FRAMES: [AtomicUsize; SITE_FRAMES] = [const { AtomicUsize::new(0) };
 static EXE_BASE: AtomicUsize = AtomicUsize::new(0);
 static EXE_END: AtomicUsize = AtomicUsize::new(0);
 static EXE_START: AtomicUsize = AtomicUsize::new(0);
+/// An address in the frame that calls the target: frames at or above it belong to the fuzzer,
+/// whose call path (which stage ran the input) must not split one bug into several labels.
+static TARGET_ENTRY: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// The handlers we chain to, by signal number (read lock-free from the handler).
 static PREVIOUS: [OnceLock<libc::sigaction>; 32] = [const { OnceLock::new() }; 32];
@@ -42,6 +45,84 @@ pub struct SignalSite {
     pub frames: Vec<usize>,
     /// A SIGSEGV whose fault address is next to the stack pointer: the stack ran out.
     pub stack_overflow: bool,
+    /// The sanitizer report that led to the signal, if a sanitizer found the bug.
+    pub sanitizer: Option<SanitizerReport>,
+}
+
+/// A sanitizer's report of the bug that is about to abort the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SanitizerReport {
+    /// The sanitizer, e.g. `AddressSanitizer`.
+    pub tool: String,
+    /// The bug type, e.g. `heap-buffer-overflow`.
+    pub bug: String,
+}
+
+static SANITIZER_REPORT: Mutex<Option<(SanitizerReport, Vec<usize>)>> = Mutex::new(None);
+static SANITIZER_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Names of functions that belong to sanitizer runtimes or to this reporting path, not to the
+/// target: the site of a sanitizer report is the first frame after them.
+const RUNTIME_FRAME_PREFIXES: [&str; 11] = [
+    "__asan",
+    "__sanitizer",
+    "__interceptor",
+    "___interceptor",
+    "__ubsan",
+    "__lsan",
+    "__msan",
+    "labelfuzz",
+    "backtrace::",
+    "std::",
+    "core::",
+];
+
+/// Records a sanitizer's bug report (call from the sanitizer's error callback, before it aborts):
+/// the crash label of the abort that follows is the bug type and the target's top frames, not
+/// the sanitizer's own abort path, so two bugs ASan reports are two labels.
+pub fn record_sanitizer_report(tool: &str, bug: &str) {
+    if EXE_END.load(Ordering::Relaxed) == 0 {
+        // SAFETY: walks the loader's list of objects; we are not in a signal handler.
+        unsafe { libc::dl_iterate_phdr(Some(find_executable), std::ptr::null_mut()) };
+    }
+    let (lo, hi, base) = (
+        EXE_START.load(Ordering::Relaxed),
+        EXE_END.load(Ordering::Relaxed),
+        EXE_BASE.load(Ordering::Relaxed),
+    );
+    let entry = TARGET_ENTRY.load(Ordering::Relaxed);
+    let mut frames = Vec::with_capacity(SITE_FRAMES);
+    backtrace::trace(|frame| {
+        let ip = frame.ip() as usize;
+        if frame.sp() as usize >= entry {
+            return false;
+        }
+        if ip < lo || ip >= hi {
+            return true;
+        }
+        let mut in_target = false;
+        backtrace::resolve(frame.ip(), |symbol| {
+            let name = symbol.name().map(|n| format!("{n:#}")).unwrap_or_default();
+            // The runtime is built without debug information; the target (compiled with -g by
+            // labelfuzz-cc) has it.
+            in_target = symbol.filename().is_some()
+                && !RUNTIME_FRAME_PREFIXES.iter().any(|p| name.starts_with(p));
+        });
+        if in_target {
+            frames.push(ip - base);
+        }
+        frames.len() < SITE_FRAMES
+    });
+    if let Ok(mut report) = SANITIZER_REPORT.lock() {
+        *report = Some((
+            SanitizerReport {
+                tool: tool.into(),
+                bug: bug.into(),
+            },
+            frames,
+        ));
+        SANITIZER_PENDING.store(true, Ordering::Release);
+    }
 }
 
 /// How close to the stack pointer a fault must be to count as a stack overflow.
@@ -62,10 +143,12 @@ impl SignalSite {
         }
     }
 
-    /// The crash kind: `stack-overflow` or `signal`.
+    /// The crash kind: `sanitizer`, `stack-overflow` or `signal`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
-        if self.stack_overflow {
+        if self.sanitizer.is_some() {
+            "sanitizer"
+        } else if self.stack_overflow {
             "stack-overflow"
         } else {
             "signal"
@@ -76,35 +159,45 @@ impl SignalSite {
     /// that overflowed (which instruction faults depends on how deep the input made it go).
     #[must_use]
     pub fn location(&self) -> String {
+        let frames: Vec<String> = self.frames.iter().map(|f| format!("exe+{f:#x}")).collect();
+        if let Some(report) = &self.sanitizer {
+            return format!("{} {} at {}", report.tool, report.bug, frames.join(" < "));
+        }
         if self.stack_overflow {
             if let Some(start) = self.frames.first().and_then(|&f| function_start(f)) {
                 return format!("stack overflow in exe+{start:#x}");
             }
         }
-        let frames: Vec<String> = self.frames.iter().map(|f| format!("exe+{f:#x}")).collect();
         format!("{} at {}", self.signal_name(), frames.join(" < "))
     }
 
     /// The functions of the site frames, innermost first, for people (not part of the label).
     #[must_use]
     pub fn symbol(&self) -> String {
-        let base = EXE_BASE.load(Ordering::Relaxed);
-        let names: Vec<String> = self
-            .frames
-            .iter()
-            .map(|&frame| {
-                // The last symbol is the real function (the ones before it were inlined into it).
-                let mut name = format!("exe+{frame:#x}");
-                backtrace::resolve((base + frame) as *mut c_void, |symbol| {
-                    if let Some(n) = symbol.name() {
-                        name = format!("{n:#}");
-                    }
-                });
-                name
-            })
-            .collect();
-        names.join(" < ")
+        describe_frames(&self.frames)
     }
+}
+
+/// Names the functions at `frames` (offsets in the executable), innermost first. Slow the first
+/// time in a process (it reads the debug information): call it once per new crash label, not
+/// per crash.
+#[must_use]
+pub fn describe_frames(frames: &[usize]) -> String {
+    let base = EXE_BASE.load(Ordering::Relaxed);
+    let names: Vec<String> = frames
+        .iter()
+        .map(|&frame| {
+            // The last symbol is the real function (the ones before it were inlined into it).
+            let mut name = format!("exe+{frame:#x}");
+            backtrace::resolve((base + frame) as *mut c_void, |symbol| {
+                if let Some(n) = symbol.name() {
+                    name = format!("{n:#}");
+                }
+            });
+            name
+        })
+        .collect();
+    names.join(" < ")
 }
 
 /// The offset of the start of the function containing offset `frame`, from the symbol table.
@@ -170,17 +263,37 @@ pub fn install() {
     }
 }
 
+/// Marks where the fuzzer calls the target: `frame_address` is the address of a local of the
+/// calling function. Only frames below it (called by the target) make a crash site.
+pub fn mark_target_entry(frame_address: usize) {
+    TARGET_ENTRY.store(frame_address, Ordering::Relaxed);
+}
+
 /// Forgets the last signal (before each execution).
 pub fn clear() {
     LAST_SIGNAL.store(0, Ordering::Relaxed);
     LAST_STACK_OVERFLOW.store(false, Ordering::Relaxed);
+    SANITIZER_PENDING.store(false, Ordering::Relaxed);
 }
 
 /// The site of the signal that ended the last execution, if one did.
 #[must_use]
 pub fn take_site() -> Option<SignalSite> {
     let signal = LAST_SIGNAL.swap(0, Ordering::Relaxed);
-    (signal != 0).then(|| SignalSite {
+    if signal == 0 {
+        return None;
+    }
+    if SANITIZER_PENDING.swap(false, Ordering::Acquire) {
+        if let Some((report, frames)) = SANITIZER_REPORT.lock().ok().and_then(|mut r| r.take()) {
+            return Some(SignalSite {
+                signal,
+                frames,
+                stack_overflow: false,
+                sanitizer: Some(report),
+            });
+        }
+    }
+    Some(SignalSite {
         signal,
         frames: LAST_FRAMES
             .iter()
@@ -189,6 +302,7 @@ pub fn take_site() -> Option<SignalSite> {
             .map(|f| f - 1)
             .collect(),
         stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
+        sanitizer: None,
     })
 }
 
@@ -238,22 +352,24 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             EXE_END.load(Ordering::Relaxed),
             EXE_BASE.load(Ordering::Relaxed),
         );
-        let mut frames = [0usize; 64];
+        let mut frames = [(0usize, 0usize); 64];
         let mut count = 0;
         backtrace::trace_unsynchronized(|frame| {
-            frames[count] = frame.ip() as usize;
+            frames[count] = (frame.ip() as usize, frame.sp() as usize);
             count += 1;
             count < frames.len()
         });
         // Frames before the interrupted PC belong to this handler: start at the PC.
-        let start = frames[..count].iter().position(|&ip| ip == pc);
-        let interrupted: &[usize] = match start {
+        let start = frames[..count].iter().position(|&(ip, _)| ip == pc);
+        let only_pc = [(pc, 0)];
+        let interrupted: &[(usize, usize)] = match start {
             Some(i) => &frames[i..count],
-            None => std::slice::from_ref(&pc),
+            None => &only_pc,
         };
+        let entry = TARGET_ENTRY.load(Ordering::Relaxed);
         let mut kept = 0;
-        for &ip in interrupted {
-            if kept == SITE_FRAMES {
+        for &(ip, frame_sp) in interrupted {
+            if kept == SITE_FRAMES || frame_sp >= entry {
                 break;
             }
             if ip >= lo && ip < hi {

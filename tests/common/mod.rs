@@ -53,3 +53,67 @@ pub fn summary(out: &Path) -> serde_json::Value {
     let text = std::fs::read(out.join("summary.json")).expect("summary.json exists");
     serde_json::from_slice(&text).expect("summary.json parses")
 }
+
+/// Builds `labelfuzz-cc`, `labelfuzz-cxx` and the harness (release, the shared target
+/// directory) once; returns the directory holding them.
+pub fn compiler_wrapper_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            let out = Command::new(env!("CARGO"))
+                .current_dir(root())
+                .args(["build", "--release", "-j2"])
+                .args([
+                    "-p",
+                    "labelfuzz-compiler-wrapper",
+                    "-p",
+                    "labelfuzz-harness",
+                ])
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building the compiler wrapper failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            root().join("target/release")
+        })
+        .clone()
+}
+
+/// Runs `labelfuzz-cc` with `args` in `dir`; panics with clang's messages if it fails.
+pub fn labelfuzz_cc(dir: &Path, args: &[&str]) {
+    let cc = compiler_wrapper_dir().join("labelfuzz-cc");
+    let out = Command::new(&cc)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("labelfuzz-cc runs");
+    assert!(
+        out.status.success(),
+        "labelfuzz-cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The crash records of a run: reproducer bytes → (kind, location).
+pub fn crashes_by_input(out: &Path) -> std::collections::BTreeMap<Vec<u8>, (String, String)> {
+    let summary = summary(out);
+    summary["crashes"]
+        .as_array()
+        .expect("crashes")
+        .iter()
+        .map(|crash| {
+            let input = std::fs::read(out.join(crash["input"].as_str().expect("input")))
+                .expect("the reproducer file exists");
+            (
+                input,
+                (
+                    crash["kind"].as_str().expect("kind").to_string(),
+                    crash["location"].as_str().expect("location").to_string(),
+                ),
+            )
+        })
+        .collect()
+}
