@@ -1,12 +1,46 @@
 #!/usr/bin/env bash
-# Builds and runs a fuzz target: FUZZ_TARGET (crate dir, default the bundled fuzzers/planted)
-# with FUZZ_ARGS (default: 30 seconds, output in out/<crate name>).
+# Builds and runs a fuzz target.
+#   scripts/fuzz-target.sh [TARGET=<name>] [FUZZ_ARGS="<fuzzer flags>"]
+# TARGET names a directory of fuzzers/: a Rust crate (planted, the default; json; faults; empty)
+# or a native C target with a build.sh (zlib, libpng, sqlite, lcms). FUZZ_TARGET=<dir> runs a
+# Rust fuzz crate anywhere. FUZZ_ARGS defaults to 30 seconds with output in out/<name>, plus the
+# target's seeds if it has any. Settings may come from the environment or as NAME=VALUE args.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-target="${FUZZ_TARGET:-$root/fuzzers/planted}"
-exe="$("$root/scripts/build-fuzzer.sh" "$target")"
-name="$(basename "$exe")"
-args="${FUZZ_ARGS:---max-time 30 -o out/$name}"
+for setting in "$@"; do
+  case "$setting" in
+    TARGET=*|FUZZ_TARGET=*|FUZZ_ARGS=*) export "${setting?}" ;;
+    *) echo "fuzz-target: unknown argument '$setting' (expected TARGET=<name> or FUZZ_ARGS=<flags>)" >&2; exit 2 ;;
+  esac
+done
+
+available() {
+  local names=()
+  for dir in "$root"/fuzzers/*/; do
+    if [ -f "$dir/build.sh" ] || [ -f "$dir/Cargo.toml" ]; then names+=("$(basename "$dir")"); fi
+  done
+  echo "${names[*]}"
+}
+
+if [ -n "${FUZZ_TARGET:-}" ]; then
+  dir="$FUZZ_TARGET"
+else
+  dir="$root/fuzzers/${TARGET:-planted}"
+  if [ ! -f "$dir/build.sh" ] && [ ! -f "$dir/Cargo.toml" ]; then
+    echo "fuzz-target: no target '${TARGET:-}' (available: $(available))" >&2
+    exit 2
+  fi
+fi
+
+seeds=""
+if [ -f "$dir/build.sh" ]; then
+  exe="$(bash "$dir/build.sh")"
+  if [ -d "$(dirname "$exe")/seeds" ]; then seeds="$(dirname "$exe")/seeds"; fi
+else
+  exe="$("$root/scripts/build-fuzzer.sh" "$dir")"
+fi
+name="$(basename "$dir")"
+args="${FUZZ_ARGS:---max-time 30 -o out/$name $seeds}"
 echo "fuzz-target: $exe $args" >&2
 set +e
 # shellcheck disable=SC2086  # FUZZ_ARGS is a list of arguments

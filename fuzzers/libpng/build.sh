@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# libpng from the sources the freetype-sys package ships, built by its own autotools build
+# (CC=labelfuzz-cc ./configure && make), over zlib from libz-sys, plus our decoding harness.
+# Prints the fuzzer's path; seeds (libpng's own small test images) go to target/native/libpng/seeds.
+NATIVE_TARGET=libpng
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/native.sh"
+zlib="$(registry_source libz-sys)/src/zlib"
+libpng_src="$(registry_source freetype-sys)/libpng"
+log "zlib sources: $zlib; libpng sources: $libpng_src"
+compile_archive libz.a "-O2 -I$zlib -DHAVE_UNISTD_H -DHAVE_STDARG_H" "$zlib"/*.c
+
+if [ ! -f "$BUILD/libpng/.libs/libpng16.a" ]; then
+  rm -rf "$BUILD/libpng"
+  cp -r "$libpng_src" "$BUILD/libpng"
+  # Registry copies keep no timestamps from git: make must not try to rerun autotools.
+  (cd "$BUILD/libpng" && touch aclocal.m4 configure Makefile.in config.h.in)
+  log "configure && make (log: $BUILD/build.log)"
+  if ! (cd "$BUILD/libpng" \
+    && ./configure --disable-shared --enable-static --disable-tools \
+      CPPFLAGS="-I$zlib" LDFLAGS="-L$BUILD" CFLAGS="-O1" \
+    && make -j"$JOBS" libpng16.la) >"$BUILD/build.log" 2>&1; then
+    tail -n 40 "$BUILD/build.log" >&2
+    log "libpng's build failed (full log: $BUILD/build.log)"
+    exit 1
+  fi
+fi
+"$CC" -O1 -I"$BUILD/libpng" -I"$zlib" "$ROOT/fuzzers/libpng/fuzz_read.c" \
+  "$BUILD/libpng/.libs/libpng16.a" "$BUILD/libz.a" -lm -o "$BUILD/libpng_fuzzer"
+# Seeds: the small test images libpng ships (PngSuite and its own test PNGs).
+mkdir -p "$BUILD/seeds"
+find "$libpng_src/contrib/pngsuite" "$libpng_src/contrib/testpngs" -name '*.png' -size -4k \
+  -exec cp {} "$BUILD/seeds/" \;
+echo "$BUILD/libpng_fuzzer"

@@ -1,0 +1,46 @@
+# Shared by the native targets' build scripts (fuzzers/<name>/build.sh): sourced, not run.
+# Provides: ROOT, CC/CXX (labelfuzz-cc/labelfuzz-cxx, built on first use), BUILD (a scratch
+# directory for this target under target/native/), and registry_source CRATE, which prints the
+# directory of a registry package's sources (pinned in fuzzers/native/sources/Cargo.toml).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NATIVE_TARGET="${NATIVE_TARGET:?set NATIVE_TARGET before sourcing native.sh}"
+
+log() { echo "build-$NATIVE_TARGET: $*" >&2; }
+
+# The wrapper and the harness: one cargo build in the shared target directory.
+(cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
+export CC="$ROOT/target/release/labelfuzz-cc"
+export CXX="$ROOT/target/release/labelfuzz-cxx"
+# Sources are compiled in parallel on every core; the fuzzer is what is slow to build, not us.
+JOBS="$(nproc 2>/dev/null || echo 2)"
+
+BUILD="$ROOT/target/native/$NATIVE_TARGET"
+mkdir -p "$BUILD"
+
+registry_source() {
+  local crate="$1" manifest="$ROOT/fuzzers/native/sources/Cargo.toml" path
+  cargo fetch -q --manifest-path "$manifest" >&2
+  path="$(cargo metadata -q --format-version 1 --manifest-path "$manifest" \
+    | tr ',' '\n' | grep '"manifest_path"' | grep "/$crate-[0-9][^/]*/Cargo.toml" \
+    | sed -e 's/.*"manifest_path":"\(.*\)\/Cargo.toml"/\1/' | head -n 1)"
+  if [ -z "$path" ] || [ ! -d "$path" ]; then
+    echo "build-$NATIVE_TARGET: registry package $crate not found (is it in fuzzers/native/sources/Cargo.toml?)" >&2
+    exit 2
+  fi
+  echo "$path"
+}
+
+# Compiles C sources to objects in $BUILD/obj (parallel) and archives them as $BUILD/$1.
+# Usage: compile_archive libfoo.a "<cflags>" file.c...
+compile_archive() {
+  local archive="$1" cflags="$2"; shift 2
+  mkdir -p "$BUILD/obj"
+  printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c \
+    'src="$1"; obj="$2/obj/$(basename "$src" .c).o"; [ "$obj" -nt "$src" ] || exec "$3" '"$cflags"' -c "$src" -o "$obj"' \
+    sh {} "$BUILD" "$CC"
+  rm -f "$BUILD/$archive"
+  local objs=()
+  for src in "$@"; do objs+=("$BUILD/obj/$(basename "$src" .c).o"); done
+  ar rcs "$BUILD/$archive" "${objs[@]}"
+}
