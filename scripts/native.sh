@@ -1,21 +1,34 @@
 # Shared by the native targets' build scripts (fuzzers/<name>/build.sh): sourced, not run.
-# Provides: ROOT, CC/CXX (labelfuzz-cc/labelfuzz-cxx, built on first use), BUILD (a scratch
-# directory for this target under target/native/), and registry_source CRATE, which prints the
-# directory of a registry package's sources (pinned in fuzzers/native/sources/Cargo.toml).
+# Provides: ROOT, CC/CXX (labelfuzz-cc/labelfuzz-cxx, built on first use), FUZZER_LINK (flags
+# for the fuzzer's link), BUILD (a scratch directory for this target under target/native/),
+# registry_source CRATE, which prints the directory of a registry package's sources (pinned in
+# fuzzers/native/sources/Cargo.toml), and compile_archive.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NATIVE_TARGET="${NATIVE_TARGET:?set NATIVE_TARGET before sourcing native.sh}"
 
 log() { echo "build-$NATIVE_TARGET: $*" >&2; }
 
-# The wrapper and the harness: one cargo build in the shared target directory.
-(cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
-export CC="$ROOT/target/release/labelfuzz-cc"
-export CXX="$ROOT/target/release/labelfuzz-cxx"
+# NATIVE_BASELINE=libfuzzer builds the same target for libFuzzer instead (clang-19,
+# -fsanitize=fuzzer), in target/native-libfuzzer/: the benchmark's baseline.
+if [ "${NATIVE_BASELINE:-}" = libfuzzer ]; then
+  export CC=/usr/lib/llvm-19/bin/clang CXX=/usr/lib/llvm-19/bin/clang++
+  [ -x "$CC" ] || { log "clang-19 is missing: run scripts/bootstrap.sh"; exit 2; }
+  INSTRUMENT="-fsanitize=fuzzer-no-link"
+  FUZZER_LINK="-fsanitize=fuzzer"
+  BUILD="$ROOT/target/native-libfuzzer/$NATIVE_TARGET"
+else
+  # The wrapper and the harness: one cargo build in the shared target directory.
+  (cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
+  export CC="$ROOT/target/release/labelfuzz-cc"
+  export CXX="$ROOT/target/release/labelfuzz-cxx"
+  INSTRUMENT=""
+  FUZZER_LINK=""
+  BUILD="$ROOT/target/native/$NATIVE_TARGET"
+fi
 # Sources are compiled in parallel on every core; the fuzzer is what is slow to build, not us.
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
-BUILD="$ROOT/target/native/$NATIVE_TARGET"
 mkdir -p "$BUILD"
 
 registry_source() {
@@ -37,7 +50,7 @@ compile_archive() {
   local archive="$1" cflags="$2"; shift 2
   mkdir -p "$BUILD/obj"
   printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c \
-    'src="$1"; obj="$2/obj/$(basename "$src" .c).o"; [ "$obj" -nt "$src" ] || exec "$3" '"$cflags"' -c "$src" -o "$obj"' \
+    'src="$1"; obj="$2/obj/$(basename "$src" .c).o"; [ "$obj" -nt "$src" ] || exec "$3" '"$cflags $INSTRUMENT"' -c "$src" -o "$obj"' \
     sh {} "$BUILD" "$CC"
   rm -f "$BUILD/$archive"
   local objs=()

@@ -4,6 +4,10 @@
 # Prints the fuzzer's path; seeds (libpng's own small test images) go to target/native/libpng/seeds.
 NATIVE_TARGET=libpng
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/native.sh"
+if [ -n "$FUZZER_LINK" ]; then
+  # configure's link probes need a coverage runtime, which -fsanitize=fuzzer-no-link lacks.
+  log "no libFuzzer baseline build for libpng"; exit 2
+fi
 zlib="$(registry_source libz-sys)/src/zlib"
 libpng_src="$(registry_source freetype-sys)/libpng"
 log "zlib sources: $zlib; libpng sources: $libpng_src"

@@ -13,5 +13,5 @@ if [ ! -f "$BUILD/libsqlite3.a" ] || [ "$sqlite/sqlite3.c" -nt "$BUILD/libsqlite
   log "compiling sqlite3.c (about a minute)"
   compile_archive libsqlite3.a "$flags" "$sqlite/sqlite3.c"
 fi
-"$CC" -O1 -I"$sqlite" "$ROOT/fuzzers/sqlite/fuzz_sql.c" "$BUILD/libsqlite3.a" -o "$BUILD/sqlite_fuzzer"
+"$CC" $FUZZER_LINK -O1 -I"$sqlite" "$ROOT/fuzzers/sqlite/fuzz_sql.c" "$BUILD/libsqlite3.a" -o "$BUILD/sqlite_fuzzer"
 echo "$BUILD/sqlite_fuzzer"

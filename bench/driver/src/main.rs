@@ -128,13 +128,27 @@ fn read_summary(out: &Path) -> Value {
     serde_json::from_slice(&text).expect("summary.json parses")
 }
 
-/// Runs a labelfuzz fuzzer for `secs`; returns its summary.
-fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, havoc: usize) -> Value {
+/// Builds a native C target with `fuzzers/<name>/build.sh`, for labelfuzz or (baseline) for
+/// libFuzzer; returns the fuzzer binary.
+fn build_native(name: &str, libfuzzer: bool) -> PathBuf {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("fuzzers").join(name).join("build.sh"));
+    if libfuzzer {
+        cmd.env("NATIVE_BASELINE", "libfuzzer");
+    }
+    let out = cmd.output().expect("bash runs");
+    check(out.status, &format!("building native target {name}"));
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Runs a labelfuzz fuzzer for `secs` (with seed directories, if any); returns its summary.
+fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, havoc: usize, seeds: &[PathBuf]) -> Value {
     let status = Command::new(bin)
         .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
         .args(["--havoc", &havoc.to_string()])
         .arg("-o")
         .arg(out)
+        .args(seeds)
         .status()
         .expect("labelfuzz runs");
     assert!(
@@ -170,12 +184,19 @@ struct LibfuzzerRun {
 }
 
 /// Runs libFuzzer for `secs` with a corpus directory under `work`.
-fn run_libfuzzer(bin: &Path, work: &Path, secs: u64, keep_going: bool) -> LibfuzzerRun {
+fn run_libfuzzer(
+    bin: &Path,
+    work: &Path,
+    secs: u64,
+    keep_going: bool,
+    seeds: &[PathBuf],
+) -> LibfuzzerRun {
     let corpus = fresh_dir(&work.join("corpus"));
     let artifacts = fresh_dir(&work.join("artifacts"));
     let started = SystemTime::now();
     let mut cmd = Command::new(bin);
     cmd.arg(&corpus)
+        .args(seeds)
         .arg(format!("-max_total_time={secs}"))
         .arg("-seed=1")
         .arg("-print_final_stats=1")
@@ -367,7 +388,7 @@ fn main() {
     eprintln!("bench: empty");
     for (i, (name, havoc)) in configs.iter().enumerate() {
         let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
-        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, *havoc);
+        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, *havoc, &[]);
         rows.push(labelfuzz_row("empty", name, &summary, &out));
     }
     let run = run_libfuzzer(
@@ -375,6 +396,7 @@ fn main() {
         &fresh_dir(&work.join("empty-libfuzzer")),
         empty_secs,
         false,
+        &[],
     );
     let edges = replay_edges(
         &lf_empty,
@@ -388,13 +410,35 @@ fn main() {
         for (i, (name, havoc)) in configs.iter().enumerate() {
             eprintln!("bench: {target} {name}");
             let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
-            let summary = run_labelfuzz(lf_bin, &out, secs, *havoc);
+            let summary = run_labelfuzz(lf_bin, &out, secs, *havoc, &[]);
             rows.push(labelfuzz_row(target, name, &summary, &out));
         }
         eprintln!("bench: {target} libFuzzer");
         let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
-        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going);
+        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going, &[]);
         let edges = replay_edges(lf_bin, &dir.join("corpus"), &work.join("replay"));
+        rows.push(libfuzzer_row(target, &run, edges));
+    }
+
+    // C libraries built from registry sources: labelfuzz-cc vs clang -fsanitize=fuzzer, the
+    // default mix only. Seeds where the target ships them (the labelfuzz build writes them).
+    for (target, with_seeds) in [("zlib", false), ("sqlite", false), ("lcms", true)] {
+        eprintln!("bench: building {target} (labelfuzz-cc and libFuzzer)");
+        let lf_bin = build_native(target, false);
+        let lib_bin = build_native(target, true);
+        let seeds: Vec<PathBuf> = if with_seeds {
+            vec![lf_bin.with_file_name("seeds")]
+        } else {
+            Vec::new()
+        };
+        eprintln!("bench: {target} labelfuzz");
+        let out = fresh_dir(&work.join(format!("{target}-labelfuzz")));
+        let summary = run_labelfuzz(&lf_bin, &out, secs, 16, &seeds);
+        rows.push(labelfuzz_row(target, configs[1].0, &summary, &out));
+        eprintln!("bench: {target} libFuzzer");
+        let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
+        let run = run_libfuzzer(&lib_bin, &dir, secs, false, &seeds);
+        let edges = replay_edges(&lf_bin, &dir.join("corpus"), &work.join("replay"));
         rows.push(libfuzzer_row(target, &run, edges));
     }
 
