@@ -10,6 +10,10 @@ if [ ! -f "$crate/Cargo.toml" ]; then
   echo "build-fuzzer: $crate has no Cargo.toml" >&2; exit 2
 fi
 export RUSTC_WRAPPER="$root/scripts/rustc-sancov"
+# Cargo does not fingerprint the wrapper's flags: a cfg naming the wrapper's version does, so a
+# change to the instrumentation rebuilds every crate once.
+wrapper_version="$(cksum < "$RUSTC_WRAPPER" | cut -d' ' -f1)"
+export RUSTFLAGS="${RUSTFLAGS:-} --cfg labelfuzz_sancov_$wrapper_version"
 # Which crates the wrapper instruments is not part of cargo's fingerprint: each choice gets its
 # own target directory so that no stale (un)instrumented artifact is reused.
 suffix=""

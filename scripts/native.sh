@@ -44,11 +44,22 @@ registry_source() {
   echo "$path"
 }
 
+# Identifies the compiler build (the wrapper's own binary changes when its flags do).
+compiler_version() {
+  cksum < "$CC" | cut -d' ' -f1
+}
+
 # Compiles C sources to objects in $BUILD/obj (parallel) and archives them as $BUILD/$1.
 # Usage: compile_archive libfoo.a "<cflags>" file.c...
 compile_archive() {
   local archive="$1" cflags="$2"; shift 2
   mkdir -p "$BUILD/obj"
+  # Objects are reused only if built by the same compiler with the same flags.
+  local stamp="$cflags $INSTRUMENT $(compiler_version)"
+  if [ "$(cat "$BUILD/obj/.stamp-$archive" 2>/dev/null)" != "$stamp" ]; then
+    for src in "$@"; do rm -f "$BUILD/obj/$(basename "$src" .c).o"; done
+    printf '%s' "$stamp" > "$BUILD/obj/.stamp-$archive"
+  fi
   printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c \
     'src="$1"; obj="$2/obj/$(basename "$src" .c).o"; [ "$obj" -nt "$src" ] || exec "$3" '"$cflags $INSTRUMENT"' -c "$src" -o "$obj"' \
     sh {} "$BUILD" "$CC"

@@ -56,6 +56,11 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub havoc: usize,
 
+    /// Input-to-state mutants per scheduled input (LibAFL's CmpLog): one run logs the operands
+    /// of the target's comparisons, then mutants write them into the input (0: off).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub cmplog: usize,
+
     /// Run each input of the corpus directories once, report their labels and edges in
     /// summary.json, and stop (no shrinking, no fuzzing): measures an existing corpus.
     #[arg(long)]
@@ -160,6 +165,7 @@ impl Options {
                 self.stop_on_crash,
             ),
             havoc: self.havoc,
+            cmplog: self.cmplog,
             replay: self.replay,
             quiet: self.quiet,
         }

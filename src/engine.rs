@@ -15,7 +15,7 @@ use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
-use libafl::mutators::{havoc_mutations, HavocScheduledMutator};
+use libafl::mutators::{havoc_mutations, HavocScheduledMutator, I2SRandReplace};
 use libafl::observers::HitcountsMapObserver;
 use libafl::state::{HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
@@ -30,7 +30,9 @@ use crate::output::OutputDir;
 use crate::report::{Reporter, Summary};
 use crate::scheduler::LabelScheduler;
 use crate::seen::{KilledInputs, SeenFilter};
-use crate::stages::{Considerer, CrashShrinkStage, ExpandStage, HavocStage, Limits, ReportStage};
+use crate::stages::{
+    CmpLogStage, Considerer, CrashShrinkStage, ExpandStage, HavocStage, Limits, ReportStage,
+};
 use crate::table::LabelTable;
 
 /// The SanitizerCoverage edge map, with AFL hit-count classification.
@@ -60,6 +62,8 @@ pub struct Config {
     pub limits: Limits,
     /// Havoc mutants tried per scheduled input after its expansions (0: expand/shrink only).
     pub havoc: usize,
+    /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
+    pub cmplog: usize,
     /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
     pub replay: bool,
     /// No progress line.
@@ -239,10 +243,17 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
         config.havoc,
         config.max_len,
     );
+    let cmplog = CmpLogStage::new(HavocStage::new(
+        Considerer::new(crash_handle.clone(), config.limits.clone()),
+        I2SRandReplace::new(),
+        config.cmplog,
+        config.max_len,
+    ));
     let mut stages = tuple_list!(
         CrashShrinkStage::new(Considerer::new(crash_handle, config.limits.clone())),
         ExpandStage::new(considerer, config.max_len),
         havoc,
+        cmplog,
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
     // Expansion needs a label to start from. None can only mean that every input so far failed

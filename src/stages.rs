@@ -11,14 +11,16 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use libafl::corpus::Corpus;
+use libafl::executors::ExitKind;
 use libafl::executors::HasObservers;
 use libafl::inputs::BytesInput;
 use libafl::mutators::{MutationResult, Mutator};
+use libafl::observers::{CmpValuesMetadata, Observer};
 use libafl::stages::{Restartable, Stage};
 use libafl::state::{
     HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
 };
-use libafl::{Error, Evaluator, ExecuteInputResult, HasMetadata};
+use libafl::{Error, Evaluator, ExecuteInputResult, ExecutesInput, HasMetadata};
 use libafl_bolts::current_time;
 use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 
@@ -461,6 +463,93 @@ where
     }
 }
 
+/// The comparison operands logged when a corpus entry ran with CmpLog on.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct TracedComparisons(pub Vec<libafl::observers::CmpValues>);
+
+libafl_bolts::impl_serdeany!(TracedComparisons);
+
+/// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison
+/// logging on, then tries mutants that write the logged operands of its comparisons into the
+/// input ([`libafl::mutators::I2SRandReplace`]), stopping at the first improvement. This is how
+/// magic numbers, multi-byte keywords and the wide compares LLVM merges byte checks into are
+/// passed: expansions add one byte at a time and see no edge until the whole value matches.
+pub struct CmpLogStage<M> {
+    observer: libafl_targets::CmpLogObserver,
+    mutants: HavocStage<M>,
+    traced: BytesInput,
+}
+
+impl<M> std::fmt::Debug for CmpLogStage<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CmpLogStage")
+            .field("iterations", &self.mutants.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M> CmpLogStage<M> {
+    /// Traces each scheduled input, then tries up to `mutants.iterations` replacement mutants
+    /// (0 turns the stage off, tracing included).
+    #[must_use]
+    pub fn new(mutants: HavocStage<M>) -> Self {
+        CmpLogStage {
+            observer: libafl_targets::CmpLogObserver::new("cmplog", true),
+            mutants,
+            traced: BytesInput::new(Vec::new()),
+        }
+    }
+}
+
+impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for CmpLogStage<M>
+where
+    E: ObservedExecutor,
+    M: Mutator<BytesInput, S>,
+    S: FuzzState,
+    Z: Evaluator<E, EM, BytesInput, S> + ExecutesInput<E, EM, BytesInput, S>,
+{
+    fn perform(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error> {
+        if self.mutants.iterations == 0 || state.stop_requested() {
+            return Ok(());
+        }
+        // Tracing resets a 34 MB comparison map: do it once per corpus entry and keep the
+        // operands with the entry.
+        let known = state
+            .current_testcase()?
+            .metadata::<TracedComparisons>()
+            .ok()
+            .map(|traced| traced.0.clone());
+        let list = match known {
+            Some(list) => list,
+            None => {
+                load_current_into(state, self.traced.as_mut())?;
+                self.observer.pre_exec(state, &self.traced)?;
+                let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
+                self.observer.post_exec(state, &self.traced, &exit_kind)?;
+                let list = match exit_kind {
+                    ExitKind::Ok => state.metadata::<CmpValuesMetadata>()?.list.clone(),
+                    _ => Vec::new(),
+                };
+                state
+                    .current_testcase_mut()?
+                    .add_metadata(TracedComparisons(list.clone()));
+                list
+            }
+        };
+        if list.is_empty() {
+            return Ok(());
+        }
+        state.add_metadata(CmpValuesMetadata { list });
+        self.mutants.perform(fuzzer, executor, state, manager)
+    }
+}
+
 /// Copies the scheduled input into `buffer` (reused: no allocation per scheduled input) and says
 /// whether its single-byte expansions were all tried already.
 fn load_current_into<S: HasCurrentTestcase<BytesInput>>(
@@ -550,7 +639,13 @@ macro_rules! restart_from_scratch {
     )+};
 }
 
-restart_from_scratch!(CrashShrinkStage, ExpandStage, HavocStage<M>, ReportStage);
+restart_from_scratch!(
+    CrashShrinkStage,
+    ExpandStage,
+    HavocStage<M>,
+    CmpLogStage<M>,
+    ReportStage
+);
 
 /// What running and judging inputs needs of the state.
 pub trait RunState: HasExecutions + HasStartTime + Stoppable + HasMetadata {}

@@ -40,10 +40,11 @@ pub const HARNESS_LIB: &str = "liblabelfuzz_harness.a";
 /// The weak no-op coverage callbacks for executables that are not fuzzers (built by `build.rs`).
 const SANCOV_STUBS: &str = concat!(env!("OUT_DIR"), "/liblabelfuzz_sancov_stubs.a");
 
-/// What every compilation gets: edge coverage, debug info for crash sites, and the macro
-/// libFuzzer builds define (LibAFL's wrapper adds the last two itself).
+/// What every compilation gets: edge coverage and comparison operands (for the engine's CmpLog
+/// stage), debug info for crash sites, and the macro libFuzzer builds define (LibAFL's wrapper
+/// adds the last two itself).
 const INSTRUMENT_FLAGS: [&str; 3] = [
-    "-fsanitize-coverage=trace-pc-guard",
+    "-fsanitize-coverage=trace-pc-guard,trace-cmp",
     "-g",
     "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
 ];

@@ -10,3 +10,20 @@ __attribute__((weak)) void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, 
 }
 
 __attribute__((weak)) void __sanitizer_cov_trace_pc_guard(uint32_t *guard) { (void)guard; }
+
+/* Comparison tracing (-fsanitize-coverage=trace-cmp). */
+#define LABELFUZZ_CMP_STUB(name, type) \
+  __attribute__((weak)) void name(type a, type b) { (void)a; (void)b; }
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_cmp1, uint8_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_cmp2, uint16_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_cmp4, uint32_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_cmp8, uint64_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_const_cmp1, uint8_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_const_cmp2, uint16_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_const_cmp4, uint32_t)
+LABELFUZZ_CMP_STUB(__sanitizer_cov_trace_const_cmp8, uint64_t)
+
+__attribute__((weak)) void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases) {
+  (void)value;
+  (void)cases;
+}

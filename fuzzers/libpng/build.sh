@@ -13,7 +13,8 @@ libpng_src="$(registry_source freetype-sys)/libpng"
 log "zlib sources: $zlib; libpng sources: $libpng_src"
 compile_archive libz.a "-O2 -I$zlib -DHAVE_UNISTD_H -DHAVE_STDARG_H" "$zlib"/*.c
 
-if [ ! -f "$BUILD/libpng/.libs/libpng16.a" ]; then
+if [ ! -f "$BUILD/libpng/.libs/libpng16.a" ] \
+  || [ "$(cat "$BUILD/libpng.stamp" 2>/dev/null)" != "$(compiler_version)" ]; then
   rm -rf "$BUILD/libpng"
   cp -r "$libpng_src" "$BUILD/libpng"
   # Registry copies keep no timestamps from git: make must not try to rerun autotools.
@@ -27,6 +28,7 @@ if [ ! -f "$BUILD/libpng/.libs/libpng16.a" ]; then
     log "libpng's build failed (full log: $BUILD/build.log)"
     exit 1
   fi
+  compiler_version > "$BUILD/libpng.stamp"
 fi
 "$CC" -O1 -I"$BUILD/libpng" -I"$zlib" "$ROOT/fuzzers/libpng/fuzz_read.c" \
   "$BUILD/libpng/.libs/libpng16.a" "$BUILD/libz.a" -lm -o "$BUILD/libpng_fuzzer"

@@ -9,9 +9,7 @@ log "SQLite sources: $sqlite"
 flags="-O1 -I$sqlite -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_DEFAULT_MEMSTATUS=1 \
   -DSQLITE_MAX_MEMORY=67108864 -DSQLITE_ENABLE_MATH_FUNCTIONS \
   -DSQLITE_ENABLE_JSON1 -DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_RTREE"
-if [ ! -f "$BUILD/libsqlite3.a" ] || [ "$sqlite/sqlite3.c" -nt "$BUILD/libsqlite3.a" ]; then
-  log "compiling sqlite3.c (about a minute)"
-  compile_archive libsqlite3.a "$flags" "$sqlite/sqlite3.c"
-fi
+log "compiling sqlite3.c (about a minute, once)"
+compile_archive libsqlite3.a "$flags" "$sqlite/sqlite3.c"
 "$CC" $FUZZER_LINK -O1 -I"$sqlite" "$ROOT/fuzzers/sqlite/fuzz_sql.c" "$BUILD/libsqlite3.a" -o "$BUILD/sqlite_fuzzer"
 echo "$BUILD/sqlite_fuzzer"

@@ -142,10 +142,10 @@ fn build_native(name: &str, libfuzzer: bool) -> PathBuf {
 }
 
 /// Runs a labelfuzz fuzzer for `secs` (with seed directories, if any); returns its summary.
-fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, havoc: usize, seeds: &[PathBuf]) -> Value {
+fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, mix: &[&str], seeds: &[PathBuf]) -> Value {
     let status = Command::new(bin)
         .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
-        .args(["--havoc", &havoc.to_string()])
+        .args(mix)
         .arg("-o")
         .arg(out)
         .args(seeds)
@@ -369,11 +369,15 @@ fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
 fn main() {
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
-    // labelfuzz's default mix (expand/shrink plus 16 havoc mutants per scheduled input) and
-    // expand/shrink alone.
-    let configs = [
-        ("labelfuzz (expand/shrink)", 0),
-        ("labelfuzz default (+havoc 16)", 16),
+    // labelfuzz's default mix (expand/shrink, 16 havoc and 16 CmpLog mutants per scheduled
+    // input), without CmpLog, and expand/shrink alone.
+    let configs: [(&str, &[&str]); 3] = [
+        (
+            "labelfuzz (expand/shrink)",
+            &["--havoc", "0", "--cmplog", "0"],
+        ),
+        ("labelfuzz +havoc 16", &["--cmplog", "0"]),
+        ("labelfuzz default (+havoc 16 +cmplog 16)", &[]),
     ];
     let work = fresh_dir(&root().join("target/bench"));
 
@@ -386,9 +390,9 @@ fn main() {
 
     let mut rows = Vec::new();
     eprintln!("bench: empty");
-    for (i, (name, havoc)) in configs.iter().enumerate() {
+    for (i, (name, mix)) in configs.iter().enumerate() {
         let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
-        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, *havoc, &[]);
+        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, mix, &[]);
         rows.push(labelfuzz_row("empty", name, &summary, &out));
     }
     let run = run_libfuzzer(
@@ -407,10 +411,10 @@ fn main() {
 
     for (target, lf_bin, keep_going) in [("planted", &lf_planted, true), ("json", &lf_json, false)]
     {
-        for (i, (name, havoc)) in configs.iter().enumerate() {
+        for (i, (name, mix)) in configs.iter().enumerate() {
             eprintln!("bench: {target} {name}");
             let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
-            let summary = run_labelfuzz(lf_bin, &out, secs, *havoc, &[]);
+            let summary = run_labelfuzz(lf_bin, &out, secs, mix, &[]);
             rows.push(labelfuzz_row(target, name, &summary, &out));
         }
         eprintln!("bench: {target} libFuzzer");
@@ -420,8 +424,8 @@ fn main() {
         rows.push(libfuzzer_row(target, &run, edges));
     }
 
-    // C libraries built from registry sources: labelfuzz-cc vs clang -fsanitize=fuzzer, the
-    // default mix only. Seeds where the target ships them (the labelfuzz build writes them).
+    // C libraries built from registry sources: labelfuzz-cc vs clang -fsanitize=fuzzer, with
+    // and without CmpLog. Seeds where the target ships them (the labelfuzz build writes them).
     for (target, with_seeds) in [("zlib", false), ("sqlite", false), ("lcms", true)] {
         eprintln!("bench: building {target} (labelfuzz-cc and libFuzzer)");
         let lf_bin = build_native(target, false);
@@ -431,10 +435,12 @@ fn main() {
         } else {
             Vec::new()
         };
-        eprintln!("bench: {target} labelfuzz");
-        let out = fresh_dir(&work.join(format!("{target}-labelfuzz")));
-        let summary = run_labelfuzz(&lf_bin, &out, secs, 16, &seeds);
-        rows.push(labelfuzz_row(target, configs[1].0, &summary, &out));
+        for (i, (name, mix)) in configs.iter().enumerate().skip(1) {
+            eprintln!("bench: {target} {name}");
+            let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
+            let summary = run_labelfuzz(&lf_bin, &out, secs, mix, &seeds);
+            rows.push(labelfuzz_row(target, name, &summary, &out));
+        }
         eprintln!("bench: {target} libFuzzer");
         let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
         let run = run_libfuzzer(&lib_bin, &dir, secs, false, &seeds);
