@@ -61,6 +61,11 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub cmplog: usize,
 
+    /// Memory limit in MiB: an execution that grows the process's resident memory past it is an
+    /// `oom` crash (0: no limit).
+    #[arg(long, value_name = "MB", default_value_t = 2048)]
+    pub rss_limit_mb: usize,
+
     /// Run each input of the corpus directories once, report their labels and edges in
     /// summary.json, and stop (no shrinking, no fuzzing): measures an existing corpus.
     #[arg(long)]
@@ -98,6 +103,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("seed", "--seed", Scale::Same),
     ("timeout", "--timeout", Scale::SecondsToMillis),
     ("max_len", "--max-len", Scale::Same),
+    ("rss_limit_mb", "--rss-limit-mb", Scale::Same),
 ];
 
 /// Rewrites libFuzzer-style `-name=value` arguments into our flags.
@@ -166,6 +172,7 @@ impl Options {
             ),
             havoc: self.havoc,
             cmplog: self.cmplog,
+            rss_limit_mb: self.rss_limit_mb,
             replay: self.replay,
             quiet: self.quiet,
         }

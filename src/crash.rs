@@ -137,6 +137,12 @@ pub fn install_exit_guard() {
     }
 }
 
+/// Whether the target is running now (read by the memory watcher).
+#[must_use]
+pub fn in_target() -> bool {
+    IN_TARGET.load(Ordering::Relaxed)
+}
+
 /// Runs the target on `data`, catching a panic as [`ExitKind::Crash`].
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
     let entry_marker = 0u8;
@@ -198,6 +204,11 @@ impl<I, S> Observer<I, S> for CrashObserver {
         };
         self.last = match exit_kind {
             ExitKind::Ok => None,
+            ExitKind::Crash if crate::memory::take_over_limit() => {
+                // The watcher's SIGABRT: the site is wherever the target was, not a bug site.
+                let _ = crate::signals::take_site();
+                Some(simple("oom"))
+            }
             ExitKind::Crash => Some(
                 // try_with: during exit() (see the exit guard) thread-locals may be gone.
                 LAST_PANIC

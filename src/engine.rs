@@ -64,6 +64,8 @@ pub struct Config {
     pub havoc: usize,
     /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
     pub cmplog: usize,
+    /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.
+    pub rss_limit_mb: usize,
     /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
     pub replay: bool,
     /// No progress line.
@@ -201,6 +203,7 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     install_panic_hook();
     crate::signals::install();
     crate::crash::install_exit_guard();
+    crate::memory::start_watch(config.rss_limit_mb);
 
     let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
     // The empty input first, then the seeds. The cursor lives in the state and moves before each

@@ -19,6 +19,7 @@
 //! - [`feedback`], [`scheduler`], [`stages`]: the LibAFL components of the loop.
 //! - [`mutators`], [`shrink`]: expansion candidates and shrink passes.
 //! - [`seen`]: the filter of inputs already run.
+//! - [`memory`]: the RSS limit (`oom` crash labels).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
 //! - [`cli`], [`engine`]: the command line and the assembled fuzzer.
 //!
@@ -37,6 +38,7 @@ pub mod engine;
 pub mod error;
 pub mod feedback;
 pub mod labels;
+pub mod memory;
 pub mod mutators;
 pub mod order;
 pub mod output;

@@ -25,7 +25,7 @@ pub struct CorpusSize {
 pub struct CrashSummary {
     /// The crash label.
     pub label: String,
-    /// `panic`, `signal`, `timeout` or `oom`.
+    /// `panic`, `signal`, `sanitizer`, `stack-overflow`, `exit`, `timeout` or `oom`.
     pub kind: String,
     /// Where it happened.
     pub location: String,
@@ -58,6 +58,9 @@ pub struct Summary {
     pub corpus: CorpusSize,
     /// Every crash label with its reproducer.
     pub crashes: Vec<CrashSummary>,
+    /// The largest resident memory of the fuzzing process (since its last restart), in MiB.
+    #[serde(default)]
+    pub peak_rss_mb: usize,
 }
 
 impl Summary {
@@ -137,6 +140,7 @@ impl Reporter {
             edges,
             corpus,
             crashes,
+            peak_rss_mb: crate::memory::peak_rss_mb(),
         }
     }
 

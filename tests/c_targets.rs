@@ -191,3 +191,20 @@ fn an_ordinary_multi_file_build_links_the_harness_once_into_the_fuzzer_only() {
     assert_eq!(kind, "signal");
     assert!(site.starts_with("SIGABRT at exe+"), "{site}");
 }
+
+#[test]
+fn a_missing_clang_is_named_with_its_install_command() {
+    let dir = scratch("c-no-clang");
+    let cc = common::compiler_wrapper_dir().join("labelfuzz-cc");
+    let out = Command::new(&cc)
+        .current_dir(&dir)
+        .env("LABELFUZZ_LLVM_BIN", dir.join("no-llvm-here"))
+        .args(["-c", "x.c"])
+        .output()
+        .expect("labelfuzz-cc runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("clang-19 not found"), "{stderr}");
+    assert!(stderr.contains("apt-get install clang-19"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

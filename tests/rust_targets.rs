@@ -142,7 +142,9 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
             "-o",
             out.to_str().unwrap(),
             "--timeout",
-            "200",
+            "400",
+            "--rss-limit-mb",
+            "256",
             "--max-time",
             "60",
             "--runs",
@@ -182,6 +184,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     let overflow = expect(b"S!", "stack-overflow", "stack overflow in exe+");
     expect(b"L!", "timeout", "");
     expect(b"X!", "exit", "SIGABRT at exe+");
+    expect(b"M!", "oom", "");
     assert_ne!(
         null, overflow,
         "two SIGSEGV bugs at two sites are two labels"
@@ -189,7 +192,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_ne!(abort, null);
     assert_eq!(
         crashes.len(),
-        5,
+        6,
         "one label per bug, no duplicates: {by_input:?}"
     );
     for crash in crashes {

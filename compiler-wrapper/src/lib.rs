@@ -236,15 +236,21 @@ pub struct Llvm {
 }
 
 impl Llvm {
-    /// Finds LLVM 19: `$LABELFUZZ_LLVM_BIN`, Debian's `/usr/lib/llvm-19/bin`, or `clang-19` on
-    /// the `PATH`.
+    /// Finds LLVM 19: `$LABELFUZZ_LLVM_BIN` if set (and then only there), else Debian's
+    /// `/usr/lib/llvm-19/bin` or the directory of `clang-19` on the `PATH`.
     ///
     /// # Errors
     /// [`WrapperError::ClangMissing`] naming every place looked at.
     pub fn find() -> Result<Self, WrapperError> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(dir) = env::var_os("LABELFUZZ_LLVM_BIN") {
-            candidates.push(dir.into());
+            // An explicit choice: no silent fallback to another installation.
+            let dir = PathBuf::from(dir);
+            return if dir.join("clang").is_file() && dir.join("clang++").is_file() {
+                Ok(Self { bin: dir })
+            } else {
+                Err(WrapperError::ClangMissing(vec![dir]))
+            };
         }
         candidates.push(format!("/usr/lib/llvm-{LLVM_MAJOR}/bin").into());
         if let Some(path) = env::var_os("PATH") {

@@ -4,7 +4,8 @@
 //! - `N!`: a write through a null pointer → SIGSEGV at one site;
 //! - `S!`: unbounded recursion → stack overflow, SIGSEGV at another site;
 //! - `L!`: an endless loop → timeout;
-//! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash.
+//! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash;
+//! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`.
 
 use std::hint::black_box;
 
@@ -32,6 +33,17 @@ fn recurse(depth: u64) -> u64 {
 }
 
 #[inline(never)]
+fn hoard_memory() -> usize {
+    let mut blocks = Vec::new();
+    for _ in 0..64 {
+        // Filled with ones, so every page is touched and resident.
+        blocks.push(vec![1u8; 64 << 20]);
+        black_box(&blocks);
+    }
+    blocks.len()
+}
+
+#[inline(never)]
 fn hang() {
     loop {
         black_box(());
@@ -50,6 +62,9 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if tagged(data, b'L') {
         hang();
+    }
+    if tagged(data, b'M') {
+        black_box(hoard_memory());
     }
     if tagged(data, b'X') {
         std::process::exit(0);

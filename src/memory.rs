@@ -1,0 +1,85 @@
+//! The memory limit: an execution that grows the process past `--rss-limit-mb` is an `oom`
+//! crash label with its reproducer, as in libFuzzer.
+//!
+//! A watcher thread reads the resident set size every few milliseconds. When it is over the
+//! limit while the target runs, the watcher marks the execution as out of memory and interrupts
+//! the fuzzing thread with SIGABRT: LibAFL's handler saves the input, and the restarting event
+//! manager starts a fresh process, which is the only sure way to give the memory back.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// How often the watcher looks.
+const POLL: Duration = Duration::from_millis(20);
+
+static OVER_LIMIT: AtomicBool = AtomicBool::new(false);
+static PEAK_RSS_MB: AtomicUsize = AtomicUsize::new(0);
+
+/// The resident set size of this process in MiB, from `/proc/self/statm` (0 if unreadable).
+#[must_use]
+pub fn resident_mb() -> usize {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|field| field.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page_size = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    pages.saturating_mul(page_size) >> 20
+}
+
+/// The largest resident set size the watcher saw in this process, in MiB.
+#[must_use]
+pub fn peak_rss_mb() -> usize {
+    PEAK_RSS_MB.load(Ordering::Relaxed).max(resident_mb())
+}
+
+/// Starts watching this process's memory (`limit_mb == 0`: only the peak is recorded). Call it
+/// from the thread that runs the target.
+pub fn start_watch(limit_mb: usize) {
+    // SAFETY: pthread_self has no preconditions.
+    let fuzzing_thread = unsafe { libc::pthread_self() };
+    let spawned = std::thread::Builder::new()
+        .name("labelfuzz-rss".into())
+        .spawn(move || loop {
+            std::thread::sleep(POLL);
+            let rss = resident_mb();
+            PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
+            if limit_mb > 0 && rss > limit_mb && crate::crash::in_target() {
+                OVER_LIMIT.store(true, Ordering::SeqCst);
+                // SAFETY: the fuzzing thread lives as long as the process; SIGABRT reaches
+                // LibAFL's crash handler on that thread, which saves the input.
+                unsafe { libc::pthread_kill(fuzzing_thread, libc::SIGABRT) };
+                // The process is about to restart; do not signal twice.
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("labelfuzz: warning: no memory watcher ({e}); --rss-limit-mb is not enforced");
+    }
+}
+
+/// Whether the execution that just ended was stopped for using too much memory (and forgets it).
+pub fn take_over_limit() -> bool {
+    OVER_LIMIT.swap(false, Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resident_size_grows_with_touched_memory() {
+        let before = resident_mb();
+        assert!(before > 0, "/proc/self/statm is readable");
+        let block = vec![1u8; 64 << 20];
+        std::hint::black_box(&block);
+        assert!(
+            resident_mb() >= before + 32,
+            "64 MiB touched shows up in the RSS"
+        );
+    }
+}
