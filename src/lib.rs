@@ -20,6 +20,7 @@
 //! - [`mutators`], [`shrink`]: expansion candidates and shrink passes.
 //! - [`seen`]: the filter of inputs already run.
 //! - [`memory`]: the RSS limit (`oom` crash labels).
+//! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
 //! - [`cli`], [`engine`]: the command line and the assembled fuzzer.
 //!
@@ -37,6 +38,7 @@ pub mod crashes;
 pub mod engine;
 pub mod error;
 pub mod feedback;
+pub mod grammar;
 pub mod labels;
 pub mod memory;
 pub mod mutators;

@@ -1,0 +1,470 @@
+//! Grammar inputs: context-free grammars read from JSON, with the expansion cost of every rule,
+//! rendered by a [`Generator`] that reads its decisions from a choice sequence.
+//!
+//! The grammar format is a JSON object from nonterminal to alternatives:
+//!
+//! ```json
+//! {
+//!   "<start>":  [["<assign>"], ["<assign>", {"text": ";\n", "hook": "sync"}, "<start>"]],
+//!   "<assign>": [[{"symbol": "<var>", "hook": "define"}, " = ", "<expr>"]],
+//!   "<expr>":   [["<expr>", " + ", "<expr>"], ["(", "<expr>", ")"], ["<var>"], ["<digit>"]],
+//!   "<digit>":  [{"chars": "0-9"}],
+//!   "<var>":    [{"chars": "a-z"}]
+//! }
+//! ```
+//!
+//! - A nonterminal is a string `<name>` (no whitespace) and must be defined; `<start>` is where
+//!   generation begins.
+//! - An alternative is a list of tokens. A token is a string (a nonterminal if it is defined
+//!   as one or looks like `<name>`, text otherwise), `{"text": "..."}` for text that looks like a
+//!   nonterminal, or `{"symbol": "<name>"}`; either object may name a `"hook"`, which the
+//!   generator's [`Hooks`] receive (the context-sensitive part, written in Rust).
+//! - `{"chars": "a-z0-9_"}` in place of an alternative stands for one single-character
+//!   alternative per character of the class (ranges `x-y`, a literal `-` first or last).
+//!
+//! The cost of a rule is one more than the largest cost of the nonterminals in it; a
+//! nonterminal's cost is that of its cheapest rule (as in the seed's `LimitFuzzer`). Every
+//! nonterminal needs a finite cost, i.e. some finite expansion. Alternatives are kept cheapest
+//! first, so choice 0 is always a cheapest rule.
+
+pub mod generate;
+
+pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Index of a nonterminal in its [`Grammar`].
+pub type SymbolId = usize;
+
+/// What a token produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// These bytes.
+    Text(Vec<u8>),
+    /// An expansion of this nonterminal.
+    Symbol(SymbolId),
+}
+
+/// One element of a rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// What it produces.
+    pub item: Item,
+    /// The hook that sees it being produced, if any.
+    pub hook: Option<String>,
+}
+
+/// One alternative of a nonterminal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// Its tokens, in order.
+    pub tokens: Vec<Token>,
+    /// Its expansion cost (one more than its costliest nonterminal).
+    pub cost: u32,
+}
+
+/// A context-free grammar with expansion costs.
+#[derive(Clone, Debug)]
+pub struct Grammar {
+    names: Vec<String>,
+    rules: Vec<Vec<Rule>>,
+    costs: Vec<u32>,
+    start: SymbolId,
+}
+
+/// Why a grammar file was refused; each names the rule at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GrammarError {
+    /// Not valid JSON.
+    Json(String),
+    /// The JSON is not an object from nonterminals to lists of alternatives.
+    Shape(String),
+    /// `<start>` is not defined.
+    NoStart,
+    /// A nonterminal used in a rule is not defined.
+    Undefined {
+        /// The missing nonterminal.
+        symbol: String,
+        /// The nonterminal whose rule uses it.
+        used_in: String,
+    },
+    /// A nonterminal has no finite expansion (every rule recurses forever).
+    Infinite(String),
+    /// A hook named in the grammar is not provided by the program.
+    UnknownHook {
+        /// The hook's name.
+        hook: String,
+        /// The nonterminal whose rule names it.
+        used_in: String,
+    },
+}
+
+impl fmt::Display for GrammarError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Json(e) => write!(f, "grammar is not valid JSON: {e}"),
+            Self::Shape(e) => write!(f, "grammar: {e}"),
+            Self::NoStart => write!(f, "grammar defines no `<start>` nonterminal"),
+            Self::Undefined { symbol, used_in } => {
+                write!(
+                    f,
+                    "grammar: `{used_in}` uses `{symbol}`, which is not defined"
+                )
+            }
+            Self::Infinite(symbol) => write!(
+                f,
+                "grammar: `{symbol}` has no finite expansion (every alternative recurses forever)"
+            ),
+            Self::UnknownHook { hook, used_in } => {
+                write!(
+                    f,
+                    "grammar: `{used_in}` names hook `{hook}`, which the program does not provide"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for GrammarError {}
+
+/// A nonterminal-shaped string: `<name>` with no whitespace.
+fn looks_like_symbol(text: &str) -> bool {
+    text.len() > 2
+        && text.starts_with('<')
+        && text.ends_with('>')
+        && !text.chars().any(char::is_whitespace)
+}
+
+/// Expands a character class such as `a-z0-9_` into its characters.
+fn class_chars(class: &str, symbol: &str) -> Result<Vec<char>, GrammarError> {
+    let chars: Vec<char> = class.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if i + 2 < chars.len() && chars[i + 1] == '-' {
+            let (lo, hi) = (chars[i], chars[i + 2]);
+            if lo > hi {
+                return Err(GrammarError::Shape(format!(
+                    "`{symbol}`: character range `{lo}-{hi}` is backwards"
+                )));
+            }
+            out.extend(lo..=hi);
+            i += 3;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    if out.is_empty() {
+        return Err(GrammarError::Shape(format!(
+            "`{symbol}`: empty character class"
+        )));
+    }
+    Ok(out)
+}
+
+/// A token as written, before nonterminals are resolved.
+enum RawItem {
+    Text(String),
+    Symbol(String),
+}
+
+/// A rule as written: tokens with their hooks.
+type RawRule = Vec<(RawItem, Option<String>)>;
+
+impl Grammar {
+    /// Reads a grammar from its JSON text (format in the module docs).
+    ///
+    /// # Errors
+    /// A [`GrammarError`] naming the rule at fault.
+    pub fn from_json(text: &str) -> Result<Self, GrammarError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| GrammarError::Json(e.to_string()))?;
+        let object = value.as_object().ok_or_else(|| {
+            GrammarError::Shape("expected an object from nonterminals to alternatives".into())
+        })?;
+        let names: Vec<String> = object.keys().cloned().collect();
+        let index: BTreeMap<&str, SymbolId> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let mut raw_rules: Vec<Vec<RawRule>> = Vec::new();
+        for (name, alternatives) in object {
+            let alternatives = alternatives.as_array().ok_or_else(|| {
+                GrammarError::Shape(format!("`{name}`: expected a list of alternatives"))
+            })?;
+            if alternatives.is_empty() {
+                return Err(GrammarError::Shape(format!("`{name}` has no alternatives")));
+            }
+            let mut rules = Vec::new();
+            for alternative in alternatives {
+                if let Some(class) = alternative.get("chars") {
+                    let class = class.as_str().ok_or_else(|| {
+                        GrammarError::Shape(format!("`{name}`: \"chars\" must be a string"))
+                    })?;
+                    for c in class_chars(class, name)? {
+                        rules.push(vec![(RawItem::Text(c.to_string()), None)]);
+                    }
+                    continue;
+                }
+                let tokens = alternative.as_array().ok_or_else(|| {
+                    GrammarError::Shape(format!(
+                        "`{name}`: an alternative must be a list of tokens or {{\"chars\": ...}}"
+                    ))
+                })?;
+                let mut rule = Vec::new();
+                for token in tokens {
+                    rule.push(Self::raw_token(token, name, &index)?);
+                }
+                rules.push(rule);
+            }
+            raw_rules.push(rules);
+        }
+        let start = *index.get("<start>").ok_or(GrammarError::NoStart)?;
+        let mut rules = Vec::with_capacity(raw_rules.len());
+        for (symbol, raw) in raw_rules.into_iter().enumerate() {
+            let mut resolved = Vec::new();
+            for raw_rule in raw {
+                let mut tokens = Vec::new();
+                for (item, hook) in raw_rule {
+                    let item = match item {
+                        RawItem::Text(text) => Item::Text(text.into_bytes()),
+                        RawItem::Symbol(target) => match index.get(target.as_str()) {
+                            Some(&id) => Item::Symbol(id),
+                            None => {
+                                return Err(GrammarError::Undefined {
+                                    symbol: target,
+                                    used_in: names[symbol].clone(),
+                                })
+                            }
+                        },
+                    };
+                    tokens.push(Token { item, hook });
+                }
+                resolved.push(Rule { tokens, cost: 0 });
+            }
+            rules.push(resolved);
+        }
+        let mut grammar = Grammar {
+            costs: vec![u32::MAX; names.len()],
+            names,
+            rules,
+            start,
+        };
+        grammar.compute_costs()?;
+        Ok(grammar)
+    }
+
+    fn raw_token(
+        token: &serde_json::Value,
+        name: &str,
+        index: &BTreeMap<&str, SymbolId>,
+    ) -> Result<(RawItem, Option<String>), GrammarError> {
+        let bad = || {
+            GrammarError::Shape(format!(
+                "`{name}`: a token must be a string, {{\"text\": ...}} or {{\"symbol\": ...}}"
+            ))
+        };
+        if let Some(text) = token.as_str() {
+            let item = if index.contains_key(text) || looks_like_symbol(text) {
+                RawItem::Symbol(text.to_string())
+            } else {
+                RawItem::Text(text.to_string())
+            };
+            return Ok((item, None));
+        }
+        let object = token.as_object().ok_or_else(bad)?;
+        let hook = match object.get("hook") {
+            None => None,
+            Some(h) => Some(h.as_str().ok_or_else(bad)?.to_string()),
+        };
+        let item = match (object.get("text"), object.get("symbol")) {
+            (Some(text), None) => RawItem::Text(text.as_str().ok_or_else(bad)?.to_string()),
+            (None, Some(symbol)) => RawItem::Symbol(symbol.as_str().ok_or_else(bad)?.to_string()),
+            _ => return Err(bad()),
+        };
+        Ok((item, hook))
+    }
+
+    /// Costs by fixpoint: a rule is finite once all its nonterminals are; at most one round per
+    /// nonterminal. Then sorts every nonterminal's rules cheapest first (stable).
+    fn compute_costs(&mut self) -> Result<(), GrammarError> {
+        let rule_cost = |costs: &[u32], rule: &Rule| -> Option<u32> {
+            let mut worst = 0;
+            for token in &rule.tokens {
+                if let Item::Symbol(id) = token.item {
+                    worst = worst.max(*costs.get(id)?);
+                }
+            }
+            (worst != u32::MAX).then_some(worst + 1)
+        };
+        loop {
+            let mut changed = false;
+            for symbol in 0..self.rules.len() {
+                let best = self.rules[symbol]
+                    .iter()
+                    .filter_map(|rule| rule_cost(&self.costs, rule))
+                    .min()
+                    .unwrap_or(u32::MAX);
+                if best < self.costs[symbol] {
+                    self.costs[symbol] = best;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if let Some(symbol) = self.costs.iter().position(|&c| c == u32::MAX) {
+            return Err(GrammarError::Infinite(self.names[symbol].clone()));
+        }
+        for symbol in 0..self.rules.len() {
+            let mut rules = std::mem::take(&mut self.rules[symbol]);
+            for rule in &mut rules {
+                rule.cost = rule_cost(&self.costs, rule).unwrap_or(u32::MAX);
+            }
+            rules.sort_by_key(|rule| rule.cost);
+            self.rules[symbol] = rules;
+        }
+        Ok(())
+    }
+
+    /// The start nonterminal.
+    #[must_use]
+    pub fn start(&self) -> SymbolId {
+        self.start
+    }
+
+    /// The name of a nonterminal.
+    #[must_use]
+    pub fn name(&self, symbol: SymbolId) -> &str {
+        &self.names[symbol]
+    }
+
+    /// The nonterminal called `name`, if defined.
+    #[must_use]
+    pub fn symbol(&self, name: &str) -> Option<SymbolId> {
+        self.names.iter().position(|n| n == name)
+    }
+
+    /// A nonterminal's rules, cheapest first.
+    #[must_use]
+    pub fn rules(&self, symbol: SymbolId) -> &[Rule] {
+        &self.rules[symbol]
+    }
+
+    /// A nonterminal's cost: that of its cheapest rule.
+    #[must_use]
+    pub fn cost(&self, symbol: SymbolId) -> u32 {
+        self.costs[symbol]
+    }
+
+    /// Checks that every hook the grammar names is among `provided`.
+    ///
+    /// # Errors
+    /// [`GrammarError::UnknownHook`] for the first hook that is not.
+    pub fn check_hooks(&self, provided: &[&str]) -> Result<(), GrammarError> {
+        for (symbol, rules) in self.rules.iter().enumerate() {
+            for token in rules.iter().flat_map(|r| &r.tokens) {
+                if let Some(hook) = &token.hook {
+                    if !provided.contains(&hook.as_str()) {
+                        return Err(GrammarError::UnknownHook {
+                            hook: hook.clone(),
+                            used_in: self.names[symbol].clone(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's assignment grammar, context-free part.
+    pub(crate) const ASSIGNMENTS: &str = r#"{
+        "<start>": [["<assignments>"]],
+        "<assignments>": [["<assign>", {"text": ";\n", "hook": "sync"}],
+                          ["<assign>", {"text": ";\n", "hook": "sync"}, "<assignments>"]],
+        "<assign>": [[{"symbol": "<var>", "hook": "define"}, " = ", "<expr>"]],
+        "<expr>": [["<expr>", " + ", "<expr>"], ["<expr>", " - ", "<expr>"],
+                   ["(", "<expr>", ")"], [{"symbol": "<var>", "hook": "use"}], ["<digit>"]],
+        "<digit>": [{"chars": "01"}],
+        "<var>": [{"chars": "a-z"}]
+    }"#;
+
+    #[test]
+    fn costs_follow_the_cheapest_rule_and_sort_alternatives() {
+        let g = Grammar::from_json(ASSIGNMENTS).unwrap();
+        let cost = |name: &str| g.cost(g.symbol(name).unwrap());
+        assert_eq!(cost("<var>"), 1);
+        assert_eq!(cost("<digit>"), 1);
+        assert_eq!(cost("<expr>"), 2);
+        assert_eq!(cost("<assign>"), 3);
+        assert_eq!(cost("<assignments>"), 4);
+        assert_eq!(cost("<start>"), 5);
+        let expr = g.rules(g.symbol("<expr>").unwrap());
+        let costs: Vec<u32> = expr.iter().map(|r| r.cost).collect();
+        assert_eq!(costs, vec![2, 2, 3, 3, 3], "cheapest first");
+        assert_eq!(g.rules(g.symbol("<var>").unwrap()).len(), 26);
+    }
+
+    #[test]
+    fn bad_grammars_are_refused_naming_the_rule() {
+        let undefined = Grammar::from_json(r#"{"<start>": [["<a>"]], "<a>": [["<b>", "x"]]}"#);
+        assert_eq!(
+            undefined.unwrap_err(),
+            GrammarError::Undefined {
+                symbol: "<b>".into(),
+                used_in: "<a>".into()
+            }
+        );
+        let infinite = Grammar::from_json(r#"{"<start>": [["<a>"]], "<a>": [["(", "<a>", ")"]]}"#);
+        assert_eq!(infinite.unwrap_err(), GrammarError::Infinite("<a>".into()));
+        assert!(matches!(
+            Grammar::from_json("{\"<start>\": [[\"x\"]"),
+            Err(GrammarError::Json(_))
+        ));
+        assert_eq!(
+            Grammar::from_json(r#"{"<a>": [["x"]]}"#).unwrap_err(),
+            GrammarError::NoStart
+        );
+        let message = Grammar::from_json(r#"{"<start>": []}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("`<start>` has no alternatives"),
+            "{message}"
+        );
+        let message = Grammar::from_json(r#"{"<start>": [{"chars": "z-a"}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("backwards"), "{message}");
+    }
+
+    #[test]
+    fn hooks_must_be_provided() {
+        let g = Grammar::from_json(ASSIGNMENTS).unwrap();
+        assert!(g.check_hooks(&["sync", "define", "use"]).is_ok());
+        assert_eq!(
+            g.check_hooks(&["sync", "define"]).unwrap_err(),
+            GrammarError::UnknownHook {
+                hook: "use".into(),
+                used_in: "<expr>".into()
+            }
+        );
+    }
+
+    #[test]
+    fn text_that_looks_like_a_nonterminal_can_be_written_as_text() {
+        let g = Grammar::from_json(r#"{"<start>": [[{"text": "<b>"}, "<"]]}"#).unwrap();
+        let rule = &g.rules(g.start())[0];
+        assert_eq!(rule.tokens[0].item, Item::Text(b"<b>".to_vec()));
+        assert_eq!(rule.tokens[1].item, Item::Text(b"<".to_vec()));
+    }
+}
