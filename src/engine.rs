@@ -142,6 +142,7 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     }
     let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
 
+    crate::interrupt::install();
     let mut shmem_provider = StdShMemProvider::new()?;
     let (restored, mut manager) =
         match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
@@ -204,6 +205,7 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     crate::signals::install();
     crate::crash::install_exit_guard();
     crate::memory::start_watch(config.rss_limit_mb);
+    crate::interrupt::install_in_fuzzer();
 
     let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
     // The empty input first, then the seeds. The cursor lives in the state and moves before each
@@ -270,7 +272,10 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     loop {
         // A target that crashes often restarts this process often: check the deadline at every
         // scheduling point, not only every few hundred executions.
-        if state.stop_requested() || config.limits.past_deadline(&state) {
+        if state.stop_requested()
+            || config.limits.past_deadline(&state)
+            || crate::interrupt::requested()
+        {
             break;
         }
         match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, &mut manager) {

@@ -22,7 +22,8 @@
 //! - [`memory`]: the RSS limit (`oom` crash labels).
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
-//! - [`cli`], [`engine`]: the command line and the assembled fuzzer.
+//! - [`cli`], [`engine`]: the command line and the assembled fuzzer; [`interrupt`]: clean
+//!   stops on Ctrl-C and SIGTERM.
 //!
 //! A Rust fuzz target is a binary crate whose `main.rs` is:
 //!
@@ -39,6 +40,7 @@ pub mod engine;
 pub mod error;
 pub mod feedback;
 pub mod grammar;
+pub mod interrupt;
 pub mod labels;
 pub mod memory;
 pub mod mutators;

@@ -67,6 +67,10 @@ impl Limits {
         if state.stop_requested() {
             return true;
         }
+        if crate::interrupt::requested() {
+            state.request_stop();
+            return true;
+        }
         let over_execs = self.max_execs.is_some_and(|n| *state.executions() >= n);
         // Reading the clock costs little next to an execution, but not nothing: read it on every
         // 256th check (checks, not executions: skipped candidates must not hide the deadline).

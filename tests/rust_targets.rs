@@ -199,3 +199,30 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
         assert!(out.join(crash["input"].as_str().unwrap()).exists());
     }
 }
+
+#[test]
+fn sigterm_stops_the_run_cleanly_with_a_final_summary() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("sigterm");
+    let mut child = std::process::Command::new(&fuzzer)
+        .args(["-q", "-o", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the fuzzer starts");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let signalled = std::time::Instant::now();
+    let status = child.wait().expect("the fuzzer ends");
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(10),
+        "stopped promptly"
+    );
+    // No run limit was given: only the signal ended it, as a normal end (planted has crashes).
+    assert_eq!(status.code(), Some(1), "{status}");
+    let summary = summary(&out);
+    let elapsed = summary["elapsed_secs"].as_f64().unwrap();
+    assert!(elapsed >= 2.5, "the summary is the final one: {elapsed}");
+    assert_eq!(summary["crashes"].as_array().unwrap().len(), 3);
+}

@@ -1,0 +1,80 @@
+//! Stopping cleanly on Ctrl-C (SIGINT) and SIGTERM: the run ends at the next execution, writes
+//! its final corpus and `summary.json`, and exits as after `--max-time`.
+//!
+//! The fuzzing process is a child of a supervising parent (the restarting event manager). The
+//! stop request lives in a page shared by both, created before the fork, so a SIGTERM sent to
+//! the parent (what `kill PID`, `timeout` and service managers do) reaches the child, and Ctrl-C
+//! (sent to both; LibAFL's parent ignores it) is seen by the child directly. A second signal
+//! ends the child at once with LibAFL's Ctrl-C exit code, which the parent treats as shutdown.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+/// The shared stop flag (null until [`install`]).
+static STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    let flag = STOP.load(Ordering::Relaxed);
+    if flag.is_null() {
+        return;
+    }
+    // SAFETY: the page is mapped for the life of the process; atomics are signal-safe.
+    let already = unsafe { (*flag).swap(true, Ordering::SeqCst) };
+    if already {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(libafl_bolts::os::CTRL_C_EXIT) };
+    }
+}
+
+fn set_handler(signal: libc::c_int) {
+    // SAFETY: installs a handler that only touches an atomic (or calls _exit).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = request_stop as *const () as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&raw mut action.sa_mask);
+        libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+    }
+}
+
+/// Creates the shared stop flag and handles SIGTERM. Call once, before the event manager forks.
+pub fn install() {
+    if !STOP.load(Ordering::Relaxed).is_null() {
+        return;
+    }
+    // SAFETY: an anonymous shared mapping of one page, never unmapped; zeroed memory is a
+    // valid `AtomicBool` (false).
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        eprintln!("labelfuzz: warning: no shared stop flag; SIGTERM ends the run abruptly");
+        return;
+    }
+    STOP.store(page.cast(), Ordering::Relaxed);
+    set_handler(libc::SIGTERM);
+}
+
+/// Handles SIGINT and SIGTERM in the fuzzing process (after LibAFL has set up its own handlers,
+/// which end the process at once).
+pub fn install_in_fuzzer() {
+    if STOP.load(Ordering::Relaxed).is_null() {
+        return;
+    }
+    set_handler(libc::SIGINT);
+    set_handler(libc::SIGTERM);
+}
+
+/// Whether a stop was requested.
+#[must_use]
+pub fn requested() -> bool {
+    let flag = STOP.load(Ordering::Relaxed);
+    // SAFETY: see `request_stop`.
+    !flag.is_null() && unsafe { (*flag).load(Ordering::Relaxed) }
+}
