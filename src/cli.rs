@@ -23,7 +23,8 @@ use crate::stages::Limits;
                   was, 2 on a usage or I/O error."
 )]
 pub struct Options {
-    /// Directories of seed inputs (optional: the run starts from the empty input).
+    /// Directories of seed inputs (optional: the run starts from the empty input). Given only
+    /// files, as libFuzzer does, the fuzzer runs each once and reports (as with --replay).
     #[arg(value_name = "CORPUS_DIR")]
     pub corpus: Vec<PathBuf>,
 
@@ -173,7 +174,8 @@ impl Options {
             havoc: self.havoc,
             cmplog: self.cmplog,
             rss_limit_mb: self.rss_limit_mb,
-            replay: self.replay,
+            replay: self.replay
+                || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file())),
             quiet: self.quiet,
         }
     }
@@ -193,8 +195,23 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
         Ok(options) => options,
         Err(e) => e.exit(),
     };
-    match crate::engine::fuzz(&options.config(), target) {
-        Ok(outcome) => std::process::exit(i32::from(outcome.found_crashes())),
+    let config = options.config();
+    match crate::engine::fuzz(&config, target) {
+        Ok(outcome) => {
+            if config.replay && outcome.supervisor {
+                for crash in &outcome.summary.crashes {
+                    eprintln!(
+                        "labelfuzz: {} {} {} ({}): {}",
+                        crash.kind,
+                        crash.location,
+                        crash.message,
+                        crash.len,
+                        config.output.join(&crash.input).display()
+                    );
+                }
+            }
+            std::process::exit(i32::from(outcome.found_crashes()))
+        }
         Err(e) => {
             eprintln!("labelfuzz: error: {e}");
             std::process::exit(2)

@@ -83,6 +83,8 @@ libafl_bolts::impl_serdeany!(SeedProgress);
 pub struct Outcome {
     /// The final summary.
     pub summary: Summary,
+    /// True in the supervising process (which returns last, after the fuzzing process).
+    pub supervisor: bool,
 }
 
 impl Outcome {
@@ -95,11 +97,19 @@ impl Outcome {
 
 type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
-/// Reads every seed file in `dirs`; a missing or unreadable directory is an error, a file over
-/// `max_len` is skipped with a warning (it could not be shrunk below the limit anyway).
+/// Reads every seed file in `dirs` (a path that is a file is one seed); a missing or unreadable
+/// directory is an error, a file over `max_len` in a directory is skipped with a warning (it
+/// could not be shrunk below the limit anyway).
 fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
     let mut seeds = Vec::new();
     for dir in dirs {
+        if dir.is_file() {
+            // A single input named on the command line, as libFuzzer accepts.
+            let bytes =
+                std::fs::read(dir).map_err(|e| LabelfuzzError::io("read input file", dir, e))?;
+            seeds.push(bytes);
+            continue;
+        }
         let entries = std::fs::read_dir(dir)
             .map_err(|e| LabelfuzzError::io("read corpus directory", dir, e))?;
         let mut paths: Vec<PathBuf> = entries
@@ -150,7 +160,10 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
             // We are the supervising parent and the fuzzing child has finished.
             Err(Error::ShuttingDown) => {
                 let summary = Summary::read(&out)?;
-                return Ok(Outcome { summary });
+                return Ok(Outcome {
+                    summary,
+                    supervisor: true,
+                });
             }
             Err(e) => return Err(e.into()),
         };
@@ -286,5 +299,8 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     }
     let summary = reporter.report(&state)?;
     manager.send_exiting()?;
-    Ok(Outcome { summary })
+    Ok(Outcome {
+        summary,
+        supervisor: false,
+    })
 }

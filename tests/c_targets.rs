@@ -208,3 +208,49 @@ fn a_missing_clang_is_named_with_its_install_command() {
     assert!(stderr.contains("apt-get install clang-19"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn a_crash_file_given_alone_is_run_once_and_reported() {
+    let dir = scratch("c-repro");
+    let source = root().join("fuzzers/c_planted/planted.c");
+    labelfuzz_cc(
+        &dir,
+        &["-O1", source.to_str().unwrap(), "-o", "planted_fuzzer"],
+    );
+    std::fs::write(dir.join("crash-input"), b"xxT?").unwrap();
+    std::fs::write(dir.join("fine-input"), b"fine").unwrap();
+    let fuzzer = dir.join("planted_fuzzer");
+    let out = dir.join("out");
+    let crashing = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            dir.join("crash-input").to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&crashing.stderr);
+    assert_eq!(crashing.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("SIGSEGV in check_trailer"), "{stderr}");
+    let summary = common::summary(&out);
+    assert_eq!(
+        summary["executions"].as_u64(),
+        Some(2),
+        "the empty input, then the file: no fuzzing"
+    );
+
+    let fine = run(
+        &fuzzer,
+        &[
+            "-o",
+            dir.join("out2").to_str().unwrap(),
+            dir.join("fine-input").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        fine.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fine.stderr)
+    );
+}
