@@ -146,14 +146,14 @@ impl<'g> Generator<'g> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::tests::ASSIGNMENTS;
     use super::*;
 
     /// The seed's context-sensitive rule: a variable may only be used once its assignment is
     /// complete; with none defined yet, `00` stands in (as in the seed).
     #[derive(Default)]
-    struct DefinedVariables {
+    pub(crate) struct DefinedVariables {
         defined: Vec<Vec<u8>>,
         pending: Vec<Vec<u8>>,
     }

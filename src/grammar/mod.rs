@@ -28,8 +28,10 @@
 //! first, so choice 0 is always a cheapest rule.
 
 pub mod generate;
+pub mod reduce;
 
 pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
+pub use reduce::{reduce, Pass, Reduction, PASSES};
 
 use std::collections::BTreeMap;
 use std::fmt;
