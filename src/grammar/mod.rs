@@ -300,7 +300,7 @@ impl Grammar {
                     worst = worst.max(*costs.get(id)?);
                 }
             }
-            (worst != u32::MAX).then_some(worst + 1)
+            (worst != u32::MAX).then(|| worst + 1)
         };
         loop {
             let mut changed = false;
