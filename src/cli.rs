@@ -67,6 +67,15 @@ pub struct Options {
     #[arg(long, value_name = "MB", default_value_t = 2048)]
     pub rss_limit_mb: usize,
 
+    /// Grammar mode: inputs are choice sequences (one choice per byte) that this JSON grammar
+    /// renders into what the target sees; reproducers get a `.rendered` file beside them.
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<PathBuf>,
+
+    /// In grammar mode, the depth below which only the cheapest rules are chosen.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub grammar_depth: usize,
+
     /// Run each input of the corpus directories once, report their labels and edges in
     /// summary.json, and stop (no shrinking, no fuzzing): measures an existing corpus.
     #[arg(long)]
@@ -177,8 +186,24 @@ impl Options {
             replay: self.replay
                 || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file())),
             quiet: self.quiet,
+            rendering: None,
         }
     }
+}
+
+/// Reads and checks a grammar file; the message names the file and what is wrong.
+fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read grammar {}: {e}", path.display()))?;
+    let grammar = crate::grammar::Grammar::from_json(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if grammar.has_hooks() {
+        eprintln!(
+            "labelfuzz: warning: {} names hooks; they run only in Rust generators, not with --grammar",
+            path.display()
+        );
+    }
+    Ok(grammar)
 }
 
 /// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
@@ -195,8 +220,28 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
         Ok(options) => options,
         Err(e) => e.exit(),
     };
-    let config = options.config();
-    match crate::engine::fuzz(&config, target) {
+    let mut config = options.config();
+    let result = match &options.grammar {
+        None => crate::engine::fuzz(&config, target),
+        Some(path) => {
+            let grammar = match load_grammar(path) {
+                Ok(grammar) => std::sync::Arc::new(grammar),
+                Err(message) => {
+                    eprintln!("labelfuzz: error: {message}");
+                    std::process::exit(2)
+                }
+            };
+            let depth = options.grammar_depth;
+            let for_files = std::sync::Arc::clone(&grammar);
+            config.rendering = Some(crate::output::Rendering(std::sync::Arc::new(
+                move |bytes: &[u8]| for_files.render_choice_bytes(depth, bytes),
+            )));
+            let mut rendered =
+                |choices: &[u8]| target(&grammar.render_choice_bytes(depth, choices));
+            crate::engine::fuzz(&config, &mut rendered)
+        }
+    };
+    match result {
         Ok(outcome) => {
             if config.replay && outcome.supervisor {
                 for crash in &outcome.summary.crashes {

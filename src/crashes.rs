@@ -72,7 +72,7 @@ impl CrashTable {
             info.file_prefix(),
             label.raw() & !(1 << 63)
         );
-        out.write_atomic(Path::new(&file), bytes)?;
+        out.write_reproducer(Path::new(&file), bytes)?;
         let new = !self.records.contains_key(&label);
         let record = self.records.entry(label).or_insert_with(|| CrashRecord {
             label,

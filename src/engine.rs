@@ -70,6 +70,8 @@ pub struct Config {
     pub replay: bool,
     /// No progress line.
     pub quiet: bool,
+    /// What the target sees of an input, written next to crash reproducers (grammar mode).
+    pub rendering: Option<crate::output::Rendering>,
 }
 
 /// How many of the start inputs (the empty input, then the seeds) have been run.
@@ -146,7 +148,7 @@ pub fn instrumented_edges() -> usize {
 /// LibAFL would be monomorphized into the (instrumented) target crate and its own edges would
 /// drown the target's.
 pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
-    let out = OutputDir::create(&config.output)?;
+    let out = OutputDir::create(&config.output)?.with_rendering(config.rendering.clone());
     if instrumented_edges() == 0 {
         return Err(LabelfuzzError::NotInstrumented);
     }

@@ -13,10 +13,22 @@ use serde::Serialize;
 use crate::error::LabelfuzzError;
 use crate::labels::short_digest;
 
+/// Turns an input into what the target saw, for people (e.g. a choice sequence into its
+/// grammar sentence).
+#[derive(Clone)]
+pub struct Rendering(pub std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>);
+
+impl std::fmt::Debug for Rendering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Rendering")
+    }
+}
+
 /// The fuzzer's output directory.
 #[derive(Clone, Debug)]
 pub struct OutputDir {
     root: PathBuf,
+    rendering: Option<Rendering>,
 }
 
 impl OutputDir {
@@ -32,12 +44,31 @@ impl OutputDir {
         }
         let out = OutputDir {
             root: root.to_path_buf(),
+            rendering: None,
         };
         // Fail now, not at the first crash, if the directory is not writable.
         out.write_atomic(Path::new(".labelfuzz-write-test"), b"")?;
         let probe = root.join(".labelfuzz-write-test");
         fs::remove_file(&probe).map_err(|e| LabelfuzzError::io("remove", &probe, e))?;
         Ok(out)
+    }
+
+    /// Also writes, next to every crash reproducer, what the target saw (`<file>.rendered`).
+    #[must_use]
+    pub fn with_rendering(mut self, rendering: Option<Rendering>) -> Self {
+        self.rendering = rendering;
+        self
+    }
+
+    /// Writes a crash reproducer atomically, and its rendering if there is one.
+    pub fn write_reproducer(&self, relative: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
+        self.write_atomic(relative, bytes)?;
+        if let Some(rendering) = &self.rendering {
+            let mut name = relative.as_os_str().to_owned();
+            name.push(".rendered");
+            self.write_atomic(Path::new(&name), &(rendering.0)(bytes))?;
+        }
+        Ok(())
     }
 
     /// The root directory.

@@ -254,3 +254,76 @@ fn a_crash_file_given_alone_is_run_once_and_reported() {
         String::from_utf8_lossy(&fine.stderr)
     );
 }
+
+#[test]
+fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() {
+    let dir = scratch("c-grammar");
+    let source = root().join("fuzzers/c_planted/planted.c");
+    labelfuzz_cc(
+        &dir,
+        &["-O1", source.to_str().unwrap(), "-o", "planted_fuzzer"],
+    );
+    let grammar = root().join("fuzzers/c_planted/letters.json");
+    let out = dir.join("out");
+    let result = run(
+        &dir.join("planted_fuzzer"),
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--grammar",
+            grammar.to_str().unwrap(),
+            "--runs",
+            "400000",
+            "--max-time",
+            "60",
+            "--seed",
+            "2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let summary = common::summary(&out);
+    let mut found: Vec<(Vec<u8>, Vec<u8>)> = summary["crashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|crash| {
+            let file = out.join(crash["input"].as_str().unwrap());
+            let rendered = file.with_file_name(format!(
+                "{}.rendered",
+                file.file_name().unwrap().to_string_lossy()
+            ));
+            (
+                std::fs::read(&file).unwrap(),
+                std::fs::read(rendered).unwrap(),
+            )
+        })
+        .collect();
+    found.sort();
+    // Choices: 1 = one more character, then its index in A-Z!? ('H' 7, 'T' 19, '!' 26, '?' 27);
+    // the exhausted sequence ends the word.
+    assert_eq!(
+        found,
+        vec![
+            (vec![1, 7, 1, 26], b"H!".to_vec()),
+            (vec![1, 19, 1, 27], b"T?".to_vec())
+        ]
+    );
+
+    std::fs::write(dir.join("bad.json"), r#"{"<start>": [["<x>"]]}"#).unwrap();
+    let bad = run(
+        &dir.join("planted_fuzzer"),
+        &[
+            "--grammar",
+            dir.join("bad.json").to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`<start>` uses `<x>`, which is not defined"),
+        "{stderr}"
+    );
+}

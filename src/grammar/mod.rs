@@ -363,6 +363,25 @@ impl Grammar {
         self.costs[symbol]
     }
 
+    /// Renders `<start>` from a choice sequence stored one choice per byte (how grammar inputs
+    /// travel through the byte-oriented engine: expanding, shrinking and shortlex order on the
+    /// bytes are the same on the choices), without hooks.
+    #[must_use]
+    pub fn render_choice_bytes(&self, max_depth: usize, bytes: &[u8]) -> Vec<u8> {
+        let choices: Vec<u32> = bytes.iter().map(|&b| u32::from(b)).collect();
+        Generator::new(self, max_depth).render(&mut ChoiceSequence::new(&choices), &mut NoHooks)
+    }
+
+    /// Whether any rule names a hook.
+    #[must_use]
+    pub fn has_hooks(&self) -> bool {
+        self.rules
+            .iter()
+            .flatten()
+            .flat_map(|r| &r.tokens)
+            .any(|t| t.hook.is_some())
+    }
+
     /// Checks that every hook the grammar names is among `provided`.
     ///
     /// # Errors
