@@ -13,10 +13,13 @@ use serde::Serialize;
 use crate::error::LabelfuzzError;
 use crate::labels::short_digest;
 
+/// A function from an input to what the target saw.
+pub type RenderFn = dyn Fn(&[u8]) -> Vec<u8> + Send + Sync;
+
 /// Turns an input into what the target saw, for people (e.g. a choice sequence into its
 /// grammar sentence).
 #[derive(Clone)]
-pub struct Rendering(pub std::sync::Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>);
+pub struct Rendering(pub std::sync::Arc<RenderFn>);
 
 impl std::fmt::Debug for Rendering {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
