@@ -16,8 +16,9 @@ pub enum Pass {
     ZeroBlocks,
     /// Lowers single choices: to zero, then by binary search.
     LowerChoices,
-    /// Deletes a choice and lowers the one before it: undoes one step of a recursion (fewer
-    /// list items, one less nesting) where deleting alone would shift later choices.
+    /// Deletes a few choices (1 to 4) and lowers the one before them: undoes one step of a
+    /// recursion (one list item fewer, one nesting less) where deleting alone would shift the
+    /// choices after it onto other decisions.
     DeleteAndLowerPrevious,
 }
 
@@ -47,12 +48,14 @@ struct Reducer<'t> {
     test: &'t mut dyn FnMut(&[u32]) -> Option<Vec<u32>>,
     current: Vec<u32>,
     calls: usize,
+    /// Candidates already tested (the passes propose the same ones again in later rounds).
+    tried: std::collections::HashSet<Vec<u32>>,
 }
 
 impl Reducer<'_> {
     /// Tests `candidate`; keeps what the generator used if the test holds and it is simpler.
     fn try_candidate(&mut self, candidate: &[u32]) -> bool {
-        if !simpler(candidate, &self.current) {
+        if !simpler(candidate, &self.current) || !self.tried.insert(candidate.to_vec()) {
             return false;
         }
         self.calls += 1;
@@ -87,6 +90,9 @@ impl Reducer<'_> {
     fn delete_blocks(&mut self) -> bool {
         let mut progress = false;
         for size in self.block_sizes() {
+            // Large blocks at aligned positions (as ddmin splits), small ones (a few choices:
+            // one grammar decision and its operands) at every position.
+            let step = if size <= 4 { 1 } else { size };
             let mut start = 0;
             while start < self.current.len() {
                 let end = (start + size).min(self.current.len());
@@ -95,7 +101,7 @@ impl Reducer<'_> {
                 if self.try_candidate(&candidate) {
                     progress = true;
                 } else {
-                    start += 1;
+                    start += step;
                 }
             }
         }
@@ -153,18 +159,20 @@ impl Reducer<'_> {
 
     fn delete_and_lower_previous(&mut self) -> bool {
         let mut progress = false;
-        let mut i = 1;
-        while i < self.current.len() {
-            if self.current[i - 1] > 0 {
-                let mut candidate = self.current.clone();
-                candidate.remove(i);
-                candidate[i - 1] -= 1;
-                if self.try_candidate(&candidate) {
-                    progress = true;
-                    continue;
+        for size in 1..=4 {
+            let mut i = 1;
+            while i + size <= self.current.len() {
+                if self.current[i - 1] > 0 {
+                    let mut candidate = self.current.clone();
+                    candidate.drain(i..i + size);
+                    candidate[i - 1] -= 1;
+                    if self.try_candidate(&candidate) {
+                        progress = true;
+                        continue;
+                    }
                 }
+                i += 1;
             }
-            i += 1;
         }
         progress
     }
@@ -178,7 +186,20 @@ pub fn reduce(start: &[u32], test: &mut dyn FnMut(&[u32]) -> Option<Vec<u32>>) -
         test,
         current: start.to_vec(),
         calls: 0,
+        tried: std::collections::HashSet::new(),
     };
+    // Cut the length first with delta debugging, which halves a long sequence in few calls,
+    // then let the passes find the shortlex minimum near it.
+    let cut = ddmin(start, &mut |candidate: &[u32]| {
+        (reducer.test)(candidate).is_some()
+    });
+    reducer.calls += cut.calls;
+    reducer.calls += 1;
+    if let Some(used) = (reducer.test)(&cut.choices) {
+        if simpler(&used, &reducer.current) {
+            reducer.current = used;
+        }
+    }
     loop {
         let mut progress = false;
         for pass in PASSES {
@@ -191,6 +212,58 @@ pub fn reduce(start: &[u32], test: &mut dyn FnMut(&[u32]) -> Option<Vec<u32>>) -
     Reduction {
         choices: reducer.current,
         calls: reducer.calls,
+    }
+}
+
+/// Plain delta debugging (Zeller's ddmin) on a choice sequence, as the seed applied it: the
+/// baseline [`reduce`] is measured against. `test` says whether a candidate still shows the
+/// property; the result is 1-minimal (no single choice can be removed), not shortlex-minimal.
+pub fn ddmin(start: &[u32], test: &mut dyn FnMut(&[u32]) -> bool) -> Reduction {
+    let mut current = start.to_vec();
+    let mut calls = 0;
+    let mut granularity = 2usize;
+    while current.len() >= 2 {
+        let chunk = current.len().div_ceil(granularity);
+        let chunks: Vec<(usize, usize)> = (0..current.len())
+            .step_by(chunk)
+            .map(|start| (start, (start + chunk).min(current.len())))
+            .collect();
+        let mut reduced = false;
+        for &(lo, hi) in &chunks {
+            calls += 1;
+            if test(&current[lo..hi]) {
+                current = current[lo..hi].to_vec();
+                granularity = 2;
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced && chunks.len() > 2 {
+            for &(lo, hi) in &chunks {
+                let complement: Vec<u32> = current[..lo]
+                    .iter()
+                    .chain(&current[hi..])
+                    .copied()
+                    .collect();
+                calls += 1;
+                if test(&complement) {
+                    current = complement;
+                    granularity = (granularity - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if granularity >= current.len() {
+                break;
+            }
+            granularity = (granularity * 2).min(current.len());
+        }
+    }
+    Reduction {
+        choices: current,
+        calls,
     }
 }
 
@@ -257,6 +330,11 @@ mod tests {
                 reduction.calls
             );
             assert_eq!(reduction.choices, vec![0, 0, 4, 4]);
+            let baseline = ddmin(&start, &mut |candidate: &[u32]| {
+                nested_parens(&render(&grammar, candidate).0)
+            });
+            // ddmin's result is never shorter, and mostly not the minimum (e.g. `i = ((0));`).
+            assert!(baseline.choices.len() >= reduction.choices.len());
             if started == 8 {
                 break;
             }
@@ -272,6 +350,7 @@ mod tests {
             test: &mut test,
             current: vec![0, 0, 9, 0, 9, 0],
             calls: 0,
+            tried: std::collections::HashSet::new(),
         };
         assert!(reducer.run(Pass::DeleteBlocks));
         assert_eq!(reducer.current, vec![9, 9]);
@@ -284,6 +363,7 @@ mod tests {
             test: &mut test,
             current: vec![3, 0, 5, 7],
             calls: 0,
+            tried: std::collections::HashSet::new(),
         };
         assert!(reducer.run(Pass::ZeroBlocks));
         assert_eq!(reducer.current, vec![0, 0, 0, 0]);
@@ -294,6 +374,7 @@ mod tests {
             test: &mut test,
             current: vec![2, 5],
             calls: 0,
+            tried: std::collections::HashSet::new(),
         };
         assert!(reducer.run(Pass::DeleteAndLowerPrevious));
         assert_eq!(reducer.current, vec![1]);
