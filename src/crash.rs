@@ -116,12 +116,9 @@ pub fn install_panic_hook() {
 /// thread-local: it is read from the exit guard, when thread-locals may be gone.
 static IN_TARGET: AtomicBool = AtomicBool::new(false);
 
-/// Set when the target called `exit()`; the exit guard then aborts so the input is saved.
-static EXITED_IN_TARGET: AtomicBool = AtomicBool::new(false);
-
 extern "C" fn exit_guard() {
     if IN_TARGET.load(Ordering::Relaxed) {
-        EXITED_IN_TARGET.store(true, Ordering::Relaxed);
+        crate::signals::note_abort(&crate::signals::AbortCause::Exit);
         // SAFETY: abort never returns; it raises SIGABRT, which LibAFL's handler turns into a
         // saved reproducer and a restart instead of the end of the run.
         unsafe { libc::abort() };
@@ -191,7 +188,6 @@ impl<I, S> Observer<I, S> for CrashObserver {
         self.last = None;
         let _ = LAST_PANIC.try_with(|p| p.borrow_mut().take());
         crate::signals::clear();
-        EXITED_IN_TARGET.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -204,11 +200,6 @@ impl<I, S> Observer<I, S> for CrashObserver {
         };
         self.last = match exit_kind {
             ExitKind::Ok => None,
-            ExitKind::Crash if crate::memory::take_over_limit() => {
-                // The watcher's SIGABRT: the site is wherever the target was, not a bug site.
-                let _ = crate::signals::take_site();
-                Some(simple("oom"))
-            }
             ExitKind::Crash => Some(
                 // try_with: during exit() (see the exit guard) thread-locals may be gone.
                 LAST_PANIC
@@ -217,16 +208,9 @@ impl<I, S> Observer<I, S> for CrashObserver {
                     .flatten()
                     .or_else(|| {
                         crate::signals::take_site().map(|site| CrashInfo {
-                            kind: if EXITED_IN_TARGET.swap(false, Ordering::Relaxed) {
-                                "exit".into()
-                            } else {
-                                site.kind().into()
-                            },
+                            kind: site.kind().into(),
                             location: site.location(),
-                            message: match &site.sanitizer {
-                                Some(report) => format!("{}: {}", report.tool, report.bug),
-                                None => site.signal_name(),
-                            },
+                            message: site.message(),
                             frames: site.frames,
                         })
                     })

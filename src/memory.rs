@@ -6,13 +6,12 @@
 //! the fuzzing thread with SIGABRT: LibAFL's handler saves the input, and the restarting event
 //! manager starts a fresh process, which is the only sure way to give the memory back.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How often the watcher looks.
 const POLL: Duration = Duration::from_millis(20);
 
-static OVER_LIMIT: AtomicBool = AtomicBool::new(false);
 static PEAK_RSS_MB: AtomicUsize = AtomicUsize::new(0);
 
 /// The resident set size of this process in MiB, from `/proc/self/statm` (0 if unreadable).
@@ -49,7 +48,7 @@ pub fn start_watch(limit_mb: usize) {
             let rss = resident_mb();
             PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
             if limit_mb > 0 && rss > limit_mb && crate::crash::in_target() {
-                OVER_LIMIT.store(true, Ordering::SeqCst);
+                crate::signals::note_abort(&crate::signals::AbortCause::OutOfMemory);
                 // SAFETY: the fuzzing thread lives as long as the process; SIGABRT reaches
                 // LibAFL's crash handler on that thread, which saves the input.
                 unsafe { libc::pthread_kill(fuzzing_thread, libc::SIGABRT) };
@@ -60,11 +59,6 @@ pub fn start_watch(limit_mb: usize) {
     if let Err(e) = spawned {
         eprintln!("labelfuzz: warning: no memory watcher ({e}); --rss-limit-mb is not enforced");
     }
-}
-
-/// Whether the execution that just ended was stopped for using too much memory (and forgets it).
-pub fn take_over_limit() -> bool {
-    OVER_LIMIT.swap(false, Ordering::SeqCst)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! label in every process, and two bugs raising the same signal get two labels.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// The signals whose site is recorded.
@@ -45,8 +45,37 @@ pub struct SignalSite {
     pub frames: Vec<usize>,
     /// A SIGSEGV whose fault address is next to the stack pointer: the stack ran out.
     pub stack_overflow: bool,
-    /// The sanitizer report that led to the signal, if a sanitizer found the bug.
-    pub sanitizer: Option<SanitizerReport>,
+    /// Why the process aborted, when the abort was deliberate.
+    pub cause: AbortCause,
+}
+
+/// Who raised the signal: the target's own fault, or labelfuzz or a sanitizer on its behalf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortCause {
+    /// The target faulted (or aborted) by itself.
+    Fault,
+    /// A sanitizer reported a bug and aborted.
+    Sanitizer(SanitizerReport),
+    /// The target called `exit()`, which the exit guard turned into an abort.
+    Exit,
+    /// The memory watcher stopped an execution over `--rss-limit-mb`.
+    OutOfMemory,
+}
+
+/// The cause of an abort labelfuzz itself is about to raise (0: none, see [`note_abort`]).
+static NOTED_ABORT: AtomicU8 = AtomicU8::new(0);
+const NOTED_EXIT: u8 = 1;
+const NOTED_OUT_OF_MEMORY: u8 = 2;
+
+/// Records why labelfuzz is about to abort the execution (before raising SIGABRT), so the crash
+/// label names the cause rather than wherever the target happened to be.
+pub fn note_abort(cause: &AbortCause) {
+    let code = match cause {
+        AbortCause::Exit => NOTED_EXIT,
+        AbortCause::OutOfMemory => NOTED_OUT_OF_MEMORY,
+        AbortCause::Fault | AbortCause::Sanitizer(_) => return,
+    };
+    NOTED_ABORT.store(code, Ordering::SeqCst);
 }
 
 /// A sanitizer's report of the bug that is about to abort the process.
@@ -143,25 +172,30 @@ impl SignalSite {
         }
     }
 
-    /// The crash kind: `sanitizer`, `stack-overflow` or `signal`.
+    /// The crash kind: `sanitizer`, `exit`, `oom`, `stack-overflow` or `signal`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
-        if self.sanitizer.is_some() {
-            "sanitizer"
-        } else if self.stack_overflow {
-            "stack-overflow"
-        } else {
-            "signal"
+        match self.cause {
+            AbortCause::Sanitizer(_) => "sanitizer",
+            AbortCause::Exit => "exit",
+            AbortCause::OutOfMemory => "oom",
+            AbortCause::Fault if self.stack_overflow => "stack-overflow",
+            AbortCause::Fault => "signal",
         }
     }
 
     /// The label location: the signal and the frame offsets; for a stack overflow, the function
-    /// that overflowed (which instruction faults depends on how deep the input made it go).
+    /// that overflowed (which instruction faults depends on how deep the input made it go); none
+    /// for running out of memory (one label, as the site is wherever the target was).
     #[must_use]
     pub fn location(&self) -> String {
         let frames: Vec<String> = self.frames.iter().map(|f| format!("exe+{f:#x}")).collect();
-        if let Some(report) = &self.sanitizer {
-            return format!("{} {} at {}", report.tool, report.bug, frames.join(" < "));
+        match &self.cause {
+            AbortCause::OutOfMemory => return String::new(),
+            AbortCause::Sanitizer(report) => {
+                return format!("{} {} at {}", report.tool, report.bug, frames.join(" < "));
+            }
+            AbortCause::Fault | AbortCause::Exit => {}
         }
         if self.stack_overflow {
             if let Some(start) = self.frames.first().and_then(|&f| function_start(f)) {
@@ -169,6 +203,16 @@ impl SignalSite {
             }
         }
         format!("{} at {}", self.signal_name(), frames.join(" < "))
+    }
+
+    /// A short description for people: the sanitizer's bug, or the signal's name.
+    #[must_use]
+    pub fn message(&self) -> String {
+        match &self.cause {
+            AbortCause::Sanitizer(report) => format!("{}: {}", report.tool, report.bug),
+            AbortCause::OutOfMemory => "out of memory (--rss-limit-mb)".into(),
+            AbortCause::Fault | AbortCause::Exit => self.signal_name(),
+        }
     }
 
     /// The functions of the site frames, innermost first, for people (not part of the label).
@@ -274,6 +318,8 @@ pub fn clear() {
     LAST_SIGNAL.store(0, Ordering::Relaxed);
     LAST_STACK_OVERFLOW.store(false, Ordering::Relaxed);
     SANITIZER_PENDING.store(false, Ordering::Relaxed);
+    // An out-of-memory note stays: the watcher's signal may land after the execution it meant.
+    let _ = NOTED_ABORT.compare_exchange(NOTED_EXIT, 0, Ordering::SeqCst, Ordering::Relaxed);
 }
 
 /// The site of the signal that ended the last execution, if one did.
@@ -289,20 +335,30 @@ pub fn take_site() -> Option<SignalSite> {
                 signal,
                 frames,
                 stack_overflow: false,
-                sanitizer: Some(report),
+                cause: AbortCause::Sanitizer(report),
             });
         }
     }
-    Some(SignalSite {
-        signal,
-        frames: LAST_FRAMES
+    let cause = match NOTED_ABORT.swap(0, Ordering::SeqCst) {
+        NOTED_EXIT => AbortCause::Exit,
+        NOTED_OUT_OF_MEMORY => AbortCause::OutOfMemory,
+        _ => AbortCause::Fault,
+    };
+    let frames = if cause == AbortCause::OutOfMemory {
+        Vec::new()
+    } else {
+        LAST_FRAMES
             .iter()
             .map(|f| f.load(Ordering::Relaxed))
             .take_while(|&f| f != 0)
             .map(|f| f - 1)
-            .collect(),
+            .collect()
+    };
+    Some(SignalSite {
+        signal,
+        frames,
         stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
-        sanitizer: None,
+        cause,
     })
 }
 

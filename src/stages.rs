@@ -523,12 +523,13 @@ where
             return Ok(());
         }
         // Tracing resets a 34 MB comparison map: do it once per corpus entry and keep the
-        // operands with the entry.
+        // operands with the entry. They move (not copy) into the state for the mutants, and
+        // back.
         let known = state
-            .current_testcase()?
-            .metadata::<TracedComparisons>()
+            .current_testcase_mut()?
+            .metadata_mut::<TracedComparisons>()
             .ok()
-            .map(|traced| traced.0.clone());
+            .map(|traced| std::mem::take(&mut traced.0));
         let list = match known {
             Some(list) => list,
             None => {
@@ -536,21 +537,26 @@ where
                 self.observer.pre_exec(state, &self.traced)?;
                 let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
                 self.observer.post_exec(state, &self.traced, &exit_kind)?;
-                let list = match exit_kind {
-                    ExitKind::Ok => state.metadata::<CmpValuesMetadata>()?.list.clone(),
-                    _ => Vec::new(),
-                };
-                state
-                    .current_testcase_mut()?
-                    .add_metadata(TracedComparisons(list.clone()));
-                list
+                let logged = std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list);
+                if exit_kind == ExitKind::Ok {
+                    logged
+                } else {
+                    Vec::new()
+                }
             }
         };
-        if list.is_empty() {
-            return Ok(());
+        let list = if list.is_empty() {
+            list
+        } else {
+            state.metadata_or_insert_with(CmpValuesMetadata::new).list = list;
+            self.mutants.perform(fuzzer, executor, state, manager)?;
+            std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list)
+        };
+        // A shrink may have evicted the entry meanwhile: then its operands go with it.
+        if let Ok(mut testcase) = state.current_testcase_mut() {
+            testcase.add_metadata(TracedComparisons(list));
         }
-        state.add_metadata(CmpValuesMetadata { list });
-        self.mutants.perform(fuzzer, executor, state, manager)
+        Ok(())
     }
 }
 

@@ -2,34 +2,46 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{crashes_by_input, labelfuzz_cc, root, run, scratch};
 
+/// Builds `fuzzers/c_planted/<file>` with `labelfuzz-cc -O1 <flags>` into `dir`; returns the
+/// fuzzer.
+fn build_planted(dir: &Path, file: &str, flags: &[&str]) -> PathBuf {
+    let source = root().join("fuzzers/c_planted").join(file);
+    let mut args = vec!["-O1"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&[source.to_str().unwrap(), "-o", "fuzzer"]);
+    labelfuzz_cc(dir, &args);
+    dir.join("fuzzer")
+}
+
+/// Fuzzes for at most `runs` executions (and 60 s) with `seed` and `extra` flags into `out`, and
+/// checks the exit status says crashes were found.
+fn fuzz_until_crashes(fuzzer: &Path, out: &Path, runs: &str, seed: &str, extra: &[&str]) {
+    let mut args = vec![
+        "-o",
+        out.to_str().unwrap(),
+        "--runs",
+        runs,
+        "--max-time",
+        "60",
+    ];
+    args.extend_from_slice(&["--seed", seed]);
+    args.extend_from_slice(extra);
+    let result = run(fuzzer, &args);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+}
+
 #[test]
 fn two_crashes_raising_the_same_signal_are_two_labels() {
     let dir = scratch("c-planted");
-    let source = root().join("fuzzers/c_planted/planted.c");
-    labelfuzz_cc(
-        &dir,
-        &["-O1", source.to_str().unwrap(), "-o", "planted_fuzzer"],
-    );
+    let fuzzer = build_planted(&dir, "planted.c", &[]);
     let out = dir.join("out");
-    let result = run(
-        &dir.join("planted_fuzzer"),
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--runs",
-            "400000",
-            "--max-time",
-            "60",
-            "--seed",
-            "3",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    fuzz_until_crashes(&fuzzer, &out, "400000", "3", &[]);
     let crashes = crashes_by_input(&out);
     let inputs: Vec<&[u8]> = crashes.keys().map(Vec::as_slice).collect();
     assert_eq!(inputs, vec![&b"H!"[..], &b"T?"[..]], "{crashes:?}");
@@ -50,33 +62,9 @@ fn two_crashes_raising_the_same_signal_are_two_labels() {
 #[test]
 fn address_sanitizer_reports_are_labels_named_by_bug_type() {
     let dir = scratch("c-heap");
-    let source = root().join("fuzzers/c_planted/heap.c");
-    labelfuzz_cc(
-        &dir,
-        &[
-            "-O1",
-            "-fsanitize=fuzzer,address",
-            source.to_str().unwrap(),
-            "-o",
-            "heap_fuzzer",
-        ],
-    );
+    let fuzzer = build_planted(&dir, "heap.c", &["-fsanitize=fuzzer,address"]);
     let out = dir.join("out");
-    let result = run(
-        &dir.join("heap_fuzzer"),
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--runs",
-            "200000",
-            "--max-time",
-            "60",
-            "--seed",
-            "3",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    fuzz_until_crashes(&fuzzer, &out, "200000", "3", &[]);
     let crashes = crashes_by_input(&out);
     assert_eq!(crashes.len(), 2, "{crashes:?}");
     let (kind, site) = &crashes[&b"OV\0".to_vec()];
@@ -110,23 +98,19 @@ fn definitions(file: &std::path::Path, symbol: &str) -> usize {
 #[test]
 fn an_ordinary_multi_file_build_links_the_harness_once_into_the_fuzzer_only() {
     let dir = scratch("c-multilib");
-    let copy = Command::new("cp")
-        .arg("-r")
-        .arg(root().join("tests/data/multilib/."))
-        .arg(&dir)
-        .status()
-        .expect("cp runs");
-    assert!(copy.success());
+    common::checked(
+        Command::new("cp")
+            .arg("-r")
+            .arg(root().join("tests/data/multilib/."))
+            .arg(&dir),
+        "copying the library",
+    );
     let cc = common::compiler_wrapper_dir().join("labelfuzz-cc");
-    let make = Command::new("make")
-        .current_dir(&dir)
-        .arg(format!("CC={}", cc.display()))
-        .output()
-        .expect("make runs");
-    assert!(
-        make.status.success(),
-        "{}",
-        String::from_utf8_lossy(&make.stderr)
+    common::checked(
+        Command::new("make")
+            .current_dir(&dir)
+            .arg(format!("CC={}", cc.display())),
+        "make CC=labelfuzz-cc",
     );
 
     // The library's own tool links without the harness and runs its own main.
@@ -171,21 +155,7 @@ fn an_ordinary_multi_file_build_links_the_harness_once_into_the_fuzzer_only() {
         );
     }
     let out = dir.join("out");
-    let result = run(
-        &fuzzer,
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--runs",
-            "3000000",
-            "--max-time",
-            "60",
-            "--seed",
-            "1",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    fuzz_until_crashes(&fuzzer, &out, "3000000", "1", &[]);
     let crashes = crashes_by_input(&out);
     let (kind, site) = &crashes[&b"KW!".to_vec()];
     assert_eq!(kind, "signal");
@@ -212,14 +182,9 @@ fn a_missing_clang_is_named_with_its_install_command() {
 #[test]
 fn a_crash_file_given_alone_is_run_once_and_reported() {
     let dir = scratch("c-repro");
-    let source = root().join("fuzzers/c_planted/planted.c");
-    labelfuzz_cc(
-        &dir,
-        &["-O1", source.to_str().unwrap(), "-o", "planted_fuzzer"],
-    );
+    let fuzzer = build_planted(&dir, "planted.c", &[]);
     std::fs::write(dir.join("crash-input"), b"xxT?").unwrap();
     std::fs::write(dir.join("fine-input"), b"fine").unwrap();
-    let fuzzer = dir.join("planted_fuzzer");
     let out = dir.join("out");
     let crashing = run(
         &fuzzer,
@@ -258,30 +223,16 @@ fn a_crash_file_given_alone_is_run_once_and_reported() {
 #[test]
 fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() {
     let dir = scratch("c-grammar");
-    let source = root().join("fuzzers/c_planted/planted.c");
-    labelfuzz_cc(
-        &dir,
-        &["-O1", source.to_str().unwrap(), "-o", "planted_fuzzer"],
-    );
+    let fuzzer = build_planted(&dir, "planted.c", &[]);
     let grammar = root().join("fuzzers/c_planted/letters.json");
     let out = dir.join("out");
-    let result = run(
-        &dir.join("planted_fuzzer"),
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--grammar",
-            grammar.to_str().unwrap(),
-            "--runs",
-            "400000",
-            "--max-time",
-            "60",
-            "--seed",
-            "2",
-        ],
+    fuzz_until_crashes(
+        &fuzzer,
+        &out,
+        "400000",
+        "2",
+        &["--grammar", grammar.to_str().unwrap()],
     );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
     let summary = common::summary(&out);
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = summary["crashes"]
         .as_array()
@@ -312,7 +263,7 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
 
     std::fs::write(dir.join("bad.json"), r#"{"<start>": [["<x>"]]}"#).unwrap();
     let bad = run(
-        &dir.join("planted_fuzzer"),
+        &fuzzer,
         &[
             "--grammar",
             dir.join("bad.json").to_str().unwrap(),

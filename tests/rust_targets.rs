@@ -157,17 +157,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_eq!(result.status.code(), Some(1), "{stderr}");
     let summary = summary(&out);
     let crashes = summary["crashes"].as_array().expect("crashes");
-    let mut by_input = BTreeMap::new();
-    for crash in crashes {
-        let input = std::fs::read(out.join(crash["input"].as_str().unwrap())).unwrap();
-        by_input.insert(
-            input,
-            (
-                crash["kind"].as_str().unwrap().to_string(),
-                crash["location"].as_str().unwrap().to_string(),
-            ),
-        );
-    }
+    let by_input = common::crashes_by_input(&out);
     let expect = |input: &[u8], kind: &str, location_start: &str| {
         let (k, loc) = by_input.get(input).unwrap_or_else(|| {
             panic!(

@@ -8,22 +8,59 @@
 
 use super::{Grammar, Item, SymbolId};
 
-/// A sequence of choices read one at a time, recording the choices actually used.
+/// Where the choices come from.
+#[derive(Clone, Copy, Debug)]
+enum Source<'a> {
+    /// Wide choices (the reducer's sequences).
+    Wide(&'a [u32]),
+    /// One choice per byte (how the byte-oriented engine carries grammar inputs).
+    Bytes(&'a [u8]),
+}
+
+impl Source<'_> {
+    fn get(&self, index: usize) -> Option<u32> {
+        match self {
+            Source::Wide(choices) => choices.get(index).copied(),
+            Source::Bytes(bytes) => bytes.get(index).map(|&b| u32::from(b)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Source::Wide(choices) => choices.len(),
+            Source::Bytes(bytes) => bytes.len(),
+        }
+    }
+}
+
+/// A sequence of choices read one at a time.
 #[derive(Clone, Debug)]
 pub struct ChoiceSequence<'a> {
-    choices: &'a [u32],
+    source: Source<'a>,
     next: usize,
-    used: Vec<u32>,
+    /// The choices as used, when recorded (see [`ChoiceSequence::used`]).
+    used: Option<Vec<u32>>,
 }
 
 impl<'a> ChoiceSequence<'a> {
-    /// Reads from `choices`.
+    /// Reads from `choices`, recording the choices used.
     #[must_use]
     pub fn new(choices: &'a [u32]) -> Self {
         ChoiceSequence {
-            choices,
+            source: Source::Wide(choices),
             next: 0,
-            used: Vec::new(),
+            used: Some(Vec::new()),
+        }
+    }
+
+    /// Reads one choice per byte, recording nothing: the fuzzing path, which renders every
+    /// execution and needs only the output.
+    #[must_use]
+    pub fn from_bytes(bytes: &'a [u8]) -> Self {
+        ChoiceSequence {
+            source: Source::Bytes(bytes),
+            next: 0,
+            used: None,
         }
     }
 
@@ -33,27 +70,27 @@ impl<'a> ChoiceSequence<'a> {
         if n <= 1 {
             return 0;
         }
-        let value = match self.choices.get(self.next) {
-            Some(&choice) => choice % n,
-            None => 0,
-        };
+        let value = self.source.get(self.next).map_or(0, |choice| choice % n);
         self.next += 1;
-        self.used.push(value);
+        if let Some(used) = &mut self.used {
+            used.push(value);
+        }
         value
     }
 
     /// Whether every choice has been read.
     #[must_use]
     pub fn exhausted(&self) -> bool {
-        self.next >= self.choices.len()
+        self.next >= self.source.len()
     }
 
     /// The choices as the generator used them: reduced modulo each decision's options and cut
-    /// where generation ended. It renders to the same output and is never less simple.
+    /// where generation ended. It renders to the same output and is never less simple. `None`
+    /// for a sequence made with [`ChoiceSequence::from_bytes`], which records nothing.
     #[must_use]
-    pub fn used(&self) -> &[u32] {
-        let read = self.used.len().min(self.choices.len());
-        &self.used[..read]
+    pub fn used(&self) -> Option<&[u32]> {
+        let used = self.used.as_deref()?;
+        Some(&used[..used.len().min(self.source.len())])
     }
 }
 
@@ -138,8 +175,7 @@ impl<'g> Generator<'g> {
                 (None, Item::Symbol(id)) => self.expand(*id, depth + 1, choices, hooks, out),
             }
             if let Some(hook) = &token.hook {
-                let produced = out[start..].to_vec();
-                hooks.post(hook, symbol_name, &produced);
+                hooks.post(hook, symbol_name, &out[start..]);
             }
         }
     }
@@ -189,7 +225,10 @@ pub(crate) mod tests {
         let mut sequence = ChoiceSequence::new(choices);
         let out = Generator::new(&grammar, max_depth)
             .render(&mut sequence, &mut DefinedVariables::default());
-        (String::from_utf8(out).unwrap(), sequence.used().to_vec())
+        (
+            String::from_utf8(out).unwrap(),
+            sequence.used().expect("recorded").to_vec(),
+        )
     }
 
     #[test]

@@ -368,8 +368,7 @@ impl Grammar {
     /// bytes are the same on the choices), without hooks.
     #[must_use]
     pub fn render_choice_bytes(&self, max_depth: usize, bytes: &[u8]) -> Vec<u8> {
-        let choices: Vec<u32> = bytes.iter().map(|&b| u32::from(b)).collect();
-        Generator::new(self, max_depth).render(&mut ChoiceSequence::new(&choices), &mut NoHooks)
+        Generator::new(self, max_depth).render(&mut ChoiceSequence::from_bytes(bytes), &mut NoHooks)
     }
 
     /// Whether any rule names a hook.

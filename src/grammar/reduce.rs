@@ -290,7 +290,7 @@ mod tests {
         let mut sequence = ChoiceSequence::new(choices);
         let out =
             Generator::new(grammar, 10).render(&mut sequence, &mut DefinedVariables::default());
-        (out, sequence.used().to_vec())
+        (out, sequence.used().expect("recorded").to_vec())
     }
 
     fn nested_parens(text: &[u8]) -> bool {

@@ -14,18 +14,27 @@ pub fn root() -> PathBuf {
 /// Fuzz builds share one target directory; build them one at a time.
 static BUILD_LOCK: Mutex<()> = Mutex::new(());
 
+/// Runs `command` to completion; panics with `what` and its stderr if it fails.
+pub fn checked(command: &mut Command, what: &str) -> Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Builds the fuzz target crate at `fuzzers/<name>` with instrumentation; returns its binary.
 pub fn build_fuzzer(name: &str) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new("bash")
-        .arg(root().join("scripts/build-fuzzer.sh"))
-        .arg(root().join("fuzzers").join(name))
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "building {name} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = checked(
+        Command::new("bash")
+            .arg(root().join("scripts/build-fuzzer.sh"))
+            .arg(root().join("fuzzers").join(name)),
+        &format!("building {name}"),
     );
     let path = String::from_utf8(out.stdout).expect("utf-8 path");
     PathBuf::from(path.trim())
@@ -61,21 +70,13 @@ pub fn compiler_wrapper_dir() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-            let out = Command::new(env!("CARGO"))
-                .current_dir(root())
-                .args(["build", "--release", "-j2"])
-                .args([
-                    "-p",
-                    "labelfuzz-compiler-wrapper",
-                    "-p",
-                    "labelfuzz-harness",
-                ])
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building the compiler wrapper failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
+            checked(
+                Command::new(env!("CARGO"))
+                    .current_dir(root())
+                    .args(["build", "--release", "-j2"])
+                    .args(["-p", "labelfuzz-compiler-wrapper"])
+                    .args(["-p", "labelfuzz-harness"]),
+                "building the compiler wrapper",
             );
             root().join("target/release")
         })
@@ -85,15 +86,9 @@ pub fn compiler_wrapper_dir() -> PathBuf {
 /// Runs `labelfuzz-cc` with `args` in `dir`; panics with clang's messages if it fails.
 pub fn labelfuzz_cc(dir: &Path, args: &[&str]) {
     let cc = compiler_wrapper_dir().join("labelfuzz-cc");
-    let out = Command::new(&cc)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("labelfuzz-cc runs");
-    assert!(
-        out.status.success(),
-        "labelfuzz-cc {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    checked(
+        Command::new(&cc).current_dir(dir).args(args),
+        &format!("labelfuzz-cc {args:?}"),
     );
 }
 
