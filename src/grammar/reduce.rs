@@ -3,9 +3,13 @@
 //! is valid input: reduction never wastes a test on a syntax error, unlike delta debugging on
 //! text.
 //!
-//! The passes, each small and named (as in Hypothesis' shrinker), run in turn until none makes
-//! progress. A candidate is kept only when the test holds and the sequence the generator actually
-//! used is simpler than the current one.
+//! Delta debugging first cuts the length; then the passes, each small and named (as in
+//! Hypothesis' shrinker), run in turn until none makes progress. A candidate is kept only when
+//! the test holds and the sequence the generator actually used is simpler than the current one.
+//! Rendering is cheap and the test (running a target) is not, so a candidate is rendered first
+//! and tested only if its normalized sequence is simpler and its sentence was never judged:
+//! on the seed example this reaches the global minimum from every start in fewer test calls
+//! than plain delta debugging, which stops at a 1-minimal sequence.
 
 /// A reduction pass: proposes candidates derived from the current sequence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,33 +43,65 @@ pub struct Reduction {
     pub calls: usize,
 }
 
+/// What the generator made of a choice sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Derivation {
+    /// The choices the generator used (see [`super::ChoiceSequence::used`]): the same output,
+    /// never less simple than the sequence given.
+    pub used: Vec<u32>,
+    /// The rendered output, what the test judges.
+    pub output: Vec<u8>,
+}
+
 /// Orders choice sequences: shorter first, then smaller choice by choice.
 fn simpler(a: &[u32], b: &[u32]) -> bool {
     a.len() < b.len() || (a.len() == b.len() && a < b)
 }
 
-struct Reducer<'t> {
-    test: &'t mut dyn FnMut(&[u32]) -> Option<Vec<u32>>,
+/// The two halves of a property: rendering a candidate (cheap, run freely) and testing its
+/// output (the expensive call that [`Reduction::calls`] counts).
+struct Property<'p> {
+    render: &'p mut dyn FnMut(&[u32]) -> Derivation,
+    test: &'p mut dyn FnMut(&Derivation) -> bool,
+}
+
+struct Reducer<'p> {
+    property: Property<'p>,
     current: Vec<u32>,
     calls: usize,
-    /// Candidates already tested (the passes propose the same ones again in later rounds).
-    tried: std::collections::HashSet<Vec<u32>>,
+    /// Outputs already judged: many candidates render to the same text (a choice past the end
+    /// of generation, a value equal modulo the number of alternatives), and the test sees only
+    /// the text.
+    judged: std::collections::HashMap<Vec<u8>, bool>,
 }
 
 impl Reducer<'_> {
-    /// Tests `candidate`; keeps what the generator used if the test holds and it is simpler.
+    /// Renders `candidate`; tests it unless it is no simpler once normalized or its output was
+    /// judged before; keeps what the generator used if the test holds.
     fn try_candidate(&mut self, candidate: &[u32]) -> bool {
-        if !simpler(candidate, &self.current) || !self.tried.insert(candidate.to_vec()) {
+        if !simpler(candidate, &self.current) {
             return false;
         }
-        self.calls += 1;
-        match (self.test)(candidate) {
-            Some(used) if simpler(&used, &self.current) => {
-                self.current = used;
-                true
-            }
-            _ => false,
+        let derivation = (self.property.render)(candidate);
+        if !simpler(&derivation.used, &self.current) {
+            return false;
         }
+        if self.judge(&derivation) {
+            self.current = derivation.used;
+            return true;
+        }
+        false
+    }
+
+    /// The verdict on `derivation`'s output: remembered, or tested now.
+    fn judge(&mut self, derivation: &Derivation) -> bool {
+        if let Some(&verdict) = self.judged.get(&derivation.output) {
+            return verdict;
+        }
+        self.calls += 1;
+        let verdict = (self.property.test)(derivation);
+        self.judged.insert(derivation.output.clone(), verdict);
+        verdict
     }
 
     fn run(&mut self, pass: Pass) -> bool {
@@ -85,6 +121,58 @@ impl Reducer<'_> {
             size /= 2;
         }
         sizes
+    }
+
+    /// Renders and judges `candidate`.
+    fn verdict(&mut self, candidate: &[u32]) -> (bool, Derivation) {
+        let derivation = (self.property.render)(candidate);
+        (self.judge(&derivation), derivation)
+    }
+
+    /// Delta debugging on the raw sequence, to cut its length in few calls. It works on the raw
+    /// sequence, not the normalized one, on purpose: on the seed example's 8 starts the cut
+    /// took 107 calls in all this way and 228 on normalized sequences.
+    fn cut_length(&mut self, start: &[u32]) {
+        let mut current = start.to_vec();
+        let mut granularity = 2usize;
+        while current.len() >= 2 {
+            let chunk = current.len().div_ceil(granularity);
+            let bounds: Vec<(usize, usize)> = (0..current.len())
+                .step_by(chunk)
+                .map(|lo| (lo, (lo + chunk).min(current.len())))
+                .collect();
+            let mut reduced = false;
+            for &(lo, hi) in &bounds {
+                if self.verdict(&current[lo..hi]).0 {
+                    current = current[lo..hi].to_vec();
+                    granularity = 2;
+                    reduced = true;
+                    break;
+                }
+            }
+            if !reduced && bounds.len() > 2 {
+                for &(lo, hi) in &bounds {
+                    let mut dropped = current[..lo].to_vec();
+                    dropped.extend_from_slice(&current[hi..]);
+                    if self.verdict(&dropped).0 {
+                        current = dropped;
+                        granularity = (granularity - 1).max(2);
+                        reduced = true;
+                        break;
+                    }
+                }
+            }
+            if !reduced {
+                if granularity >= current.len() {
+                    break;
+                }
+                granularity = (granularity * 2).min(current.len());
+            }
+        }
+        let (_, derivation) = self.verdict(&current);
+        if simpler(&derivation.used, &self.current) {
+            self.current = derivation.used;
+        }
     }
 
     fn delete_blocks(&mut self) -> bool {
@@ -178,28 +266,25 @@ impl Reducer<'_> {
     }
 }
 
-/// Reduces `start`, a sequence `test` accepts. `test` runs the generator and the property on a
-/// candidate and returns the choices the generator used (see [`super::ChoiceSequence::used`])
-/// when the property holds, `None` when it does not.
-pub fn reduce(start: &[u32], test: &mut dyn FnMut(&[u32]) -> Option<Vec<u32>>) -> Reduction {
+/// Reduces `start`, a sequence whose output the test accepts, to the simplest sequence it can
+/// find whose output the test still accepts. `render` runs the generator on a candidate; `test`
+/// judges a derivation (it may run the target on `used` or on `output`: they are the same
+/// sentence). Only `test` calls are counted: rendering is cheap next to running a target, and
+/// it lets the reducer skip candidates that are no simpler once normalized or that render a
+/// sentence already judged.
+pub fn reduce(
+    start: &[u32],
+    render: &mut dyn FnMut(&[u32]) -> Derivation,
+    test: &mut dyn FnMut(&Derivation) -> bool,
+) -> Reduction {
+    let first = render(start);
     let mut reducer = Reducer {
-        test,
-        current: start.to_vec(),
+        property: Property { render, test },
+        current: first.used,
         calls: 0,
-        tried: std::collections::HashSet::new(),
+        judged: std::iter::once((first.output, true)).collect(),
     };
-    // Cut the length first with delta debugging, which halves a long sequence in few calls,
-    // then let the passes find the shortlex minimum near it.
-    let cut = ddmin(start, &mut |candidate: &[u32]| {
-        (reducer.test)(candidate).is_some()
-    });
-    reducer.calls += cut.calls;
-    reducer.calls += 1;
-    if let Some(used) = (reducer.test)(&cut.choices) {
-        if simpler(&used, &reducer.current) {
-            reducer.current = used;
-        }
-    }
+    reducer.cut_length(start);
     loop {
         let mut progress = false;
         for pass in PASSES {
@@ -286,11 +371,14 @@ mod tests {
         "<var>": [{"chars": "a-z"}]
     }"#;
 
-    fn render(grammar: &Grammar, choices: &[u32]) -> (Vec<u8>, Vec<u32>) {
+    fn derive(grammar: &Grammar, choices: &[u32]) -> Derivation {
         let mut sequence = ChoiceSequence::new(choices);
-        let out =
+        let output =
             Generator::new(grammar, 10).render(&mut sequence, &mut DefinedVariables::default());
-        (out, sequence.used().expect("recorded").to_vec())
+        Derivation {
+            used: sequence.used().expect("recorded").to_vec(),
+            output,
+        }
     }
 
     fn nested_parens(text: &[u8]) -> bool {
@@ -302,6 +390,7 @@ mod tests {
     fn the_seed_example_reduces_to_the_global_minimum_from_every_start() {
         let grammar = Grammar::from_json(SEED_GRAMMAR).unwrap();
         let mut started = 0;
+        let (mut ours, mut theirs) = (0, 0);
         for seed in 0u64..400 {
             // A pseudo-random start (xorshift), kept if it shows the property.
             let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -313,16 +402,16 @@ mod tests {
                     u32::try_from(x % 10).unwrap()
                 })
                 .collect();
-            let (text, _) = render(&grammar, &start);
-            if !nested_parens(&text) {
+            if !nested_parens(&derive(&grammar, &start).output) {
                 continue;
             }
             started += 1;
-            let reduction = reduce(&start, &mut |candidate: &[u32]| {
-                let (text, used) = render(&grammar, candidate);
-                nested_parens(&text).then_some(used)
-            });
-            let (text, _) = render(&grammar, &reduction.choices);
+            let reduction = reduce(
+                &start,
+                &mut |candidate: &[u32]| derive(&grammar, candidate),
+                &mut |derivation: &Derivation| nested_parens(&derivation.output),
+            );
+            let text = derive(&grammar, &reduction.choices).output;
             assert_eq!(
                 String::from_utf8_lossy(&text),
                 "a = ((0));\n",
@@ -331,52 +420,73 @@ mod tests {
             );
             assert_eq!(reduction.choices, vec![0, 0, 4, 4]);
             let baseline = ddmin(&start, &mut |candidate: &[u32]| {
-                nested_parens(&render(&grammar, candidate).0)
+                nested_parens(&derive(&grammar, candidate).output)
             });
             // ddmin's result is never shorter, and mostly not the minimum (e.g. `i = ((0));`).
             assert!(baseline.choices.len() >= reduction.choices.len());
+            ours += reduction.calls;
+            theirs += baseline.calls;
             if started == 8 {
                 break;
             }
         }
         assert_eq!(started, 8, "enough starting sequences show the property");
+        assert!(ours < theirs, "{ours} calls against plain ddmin's {theirs}");
+    }
+
+    /// A reducer whose output is the sequence itself, judged by `test`.
+    fn check_pass(
+        pass: Pass,
+        from: &[u32],
+        test: &mut dyn FnMut(&[u32]) -> bool,
+    ) -> Option<Vec<u32>> {
+        let mut render = |c: &[u32]| Derivation {
+            used: c.to_vec(),
+            output: c.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        let mut judge = |d: &Derivation| test(&d.used);
+        let mut reducer = Reducer {
+            property: Property {
+                render: &mut render,
+                test: &mut judge,
+            },
+            current: from.to_vec(),
+            calls: 0,
+            judged: std::collections::HashMap::new(),
+        };
+        reducer.run(pass).then_some(reducer.current)
     }
 
     #[test]
     fn each_pass_alone_makes_progress_on_its_own_kind_of_redundancy() {
-        // Property: the sum of choices is at least 10.
-        let mut test = |c: &[u32]| (c.iter().sum::<u32>() >= 10).then(|| c.to_vec());
-        let mut reducer = Reducer {
-            test: &mut test,
-            current: vec![0, 0, 9, 0, 9, 0],
-            calls: 0,
-            tried: std::collections::HashSet::new(),
-        };
-        assert!(reducer.run(Pass::DeleteBlocks));
-        assert_eq!(reducer.current, vec![9, 9]);
-        assert!(reducer.run(Pass::LowerChoices));
-        assert_eq!(reducer.current, vec![1, 9]);
-        assert!(!reducer.run(Pass::ZeroBlocks), "no zero keeps the sum");
-
-        let mut test = |c: &[u32]| c.contains(&0).then(|| c.to_vec());
-        let mut reducer = Reducer {
-            test: &mut test,
-            current: vec![3, 0, 5, 7],
-            calls: 0,
-            tried: std::collections::HashSet::new(),
-        };
-        assert!(reducer.run(Pass::ZeroBlocks));
-        assert_eq!(reducer.current, vec![0, 0, 0, 0]);
-
+        let mut sum_at_least_10 = |c: &[u32]| c.iter().sum::<u32>() >= 10;
+        assert_eq!(
+            check_pass(
+                Pass::DeleteBlocks,
+                &[0, 0, 9, 0, 9, 0],
+                &mut sum_at_least_10
+            ),
+            Some(vec![9, 9])
+        );
+        assert_eq!(
+            check_pass(Pass::LowerChoices, &[9, 9], &mut sum_at_least_10),
+            Some(vec![1, 9])
+        );
+        assert_eq!(
+            check_pass(Pass::ZeroBlocks, &[1, 9], &mut sum_at_least_10),
+            None,
+            "no zero keeps the sum"
+        );
+        assert_eq!(
+            check_pass(Pass::ZeroBlocks, &[3, 0, 5, 7], &mut |c| c.contains(&0)),
+            Some(vec![0, 0, 0, 0])
+        );
         // Length is what counts: [2, 5] (a two-item list) becomes [1] (one item).
-        let mut test = |c: &[u32]| (c.first().is_some_and(|&n| n >= 1)).then(|| c.to_vec());
-        let mut reducer = Reducer {
-            test: &mut test,
-            current: vec![2, 5],
-            calls: 0,
-            tried: std::collections::HashSet::new(),
-        };
-        assert!(reducer.run(Pass::DeleteAndLowerPrevious));
-        assert_eq!(reducer.current, vec![1]);
+        assert_eq!(
+            check_pass(Pass::DeleteAndLowerPrevious, &[2, 5], &mut |c| c
+                .first()
+                .is_some_and(|&n| n >= 1)),
+            Some(vec![1])
+        );
     }
 }
