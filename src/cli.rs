@@ -18,7 +18,9 @@ use crate::stages::Limits;
 #[command(
     version,
     about,
-    after_help = "libFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
+    after_help = "Subcommand: `reduce [flags] FILE...` runs the files, shrinks every crash they \
+                  show to its minimum (in grammar mode with the grammar reducer), prints it and \
+                  stops.\nlibFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
                   -timeout=SECS -max_len=N.\nExit status: 0 when no crash was found, 1 when one \
                   was, 2 on a usage or I/O error."
 )]
@@ -84,6 +86,11 @@ pub struct Options {
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
+
+    /// Set by the `reduce` subcommand (`fuzzer reduce [flags] FILE...`): run the files, shrink
+    /// every crash they show to its minimum, print it and stop.
+    #[arg(skip)]
+    pub reduce: bool,
 
     /// No progress line on stderr.
     #[arg(short, long)]
@@ -155,10 +162,25 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Vec<OsString>, S
 
 impl Options {
     /// Parses a full argument list (program name first), accepting libFuzzer spellings.
-    pub fn parse_args(args: Vec<OsString>) -> Result<Self, clap::Error> {
+    pub fn parse_args(mut args: Vec<OsString>) -> Result<Self, clap::Error> {
+        let reduce = args.get(1).is_some_and(|a| a == "reduce");
+        if reduce {
+            args.remove(1);
+        }
         let args = translate_libfuzzer_flags(args)
             .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::UnknownArgument, msg + "\n"))?;
-        Options::try_parse_from(args)
+        let mut options = Options::try_parse_from(args)?;
+        if reduce {
+            if options.corpus.is_empty() || options.corpus.iter().any(|p| !p.is_file()) {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    "`reduce` needs one or more input files (a crash reproducer; in grammar mode \
+                     its choice bytes)\n",
+                ));
+            }
+            options.reduce = true;
+        }
+        Ok(options)
     }
 
     /// The engine configuration these options describe.
@@ -183,10 +205,13 @@ impl Options {
             havoc: self.havoc,
             cmplog: self.cmplog,
             rss_limit_mb: self.rss_limit_mb,
-            replay: self.replay
-                || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file())),
+            replay: !self.reduce
+                && (self.replay
+                    || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
+            reduce: self.reduce,
+            inputs: Vec::new(),
             quiet: self.quiet,
-            rendering: None,
+            grammar: None,
         }
     }
 }
@@ -206,6 +231,42 @@ fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, Strin
     Ok(grammar)
 }
 
+/// Prints what `reduce` found: each input and each crash reproducer, with its sentence in
+/// grammar mode, and the number of target runs it took.
+fn print_reductions(config: &Config, summary: &crate::report::Summary) {
+    let show = |bytes: &[u8]| -> String {
+        match &config.grammar {
+            Some(grammar) => format!(
+                "{} choices {:?} rendering {:?}",
+                bytes.len(),
+                bytes,
+                String::from_utf8_lossy(&grammar.render(bytes))
+            ),
+            None => format!("{} bytes {:?}", bytes.len(), String::from_utf8_lossy(bytes)),
+        }
+    };
+    for path in &config.corpus_dirs {
+        if let Ok(bytes) = std::fs::read(path) {
+            println!("input {}: {}", path.display(), show(&bytes));
+        }
+    }
+    if summary.crashes.is_empty() {
+        println!("no crash: the inputs do not make the target fail, nothing to reduce");
+    }
+    for crash in &summary.crashes {
+        let file = config.output.join(&crash.input);
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        println!(
+            "reduced {} ({}): {} ({})",
+            crash.kind,
+            crash.message,
+            show(&bytes),
+            file.display()
+        );
+    }
+    println!("target runs: {}", summary.executions);
+}
+
 /// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
 /// 0 (no crash), 1 (crash found) or 2 (error).
 pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
@@ -221,28 +282,26 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
         Err(e) => e.exit(),
     };
     let mut config = options.config();
-    let result = match &options.grammar {
-        None => crate::engine::fuzz(&config, target),
-        Some(path) => {
-            let grammar = match load_grammar(path) {
-                Ok(grammar) => std::sync::Arc::new(grammar),
-                Err(message) => {
-                    eprintln!("labelfuzz: error: {message}");
-                    std::process::exit(2)
-                }
-            };
-            let depth = options.grammar_depth;
-            let for_files = std::sync::Arc::clone(&grammar);
-            config.rendering = Some(crate::output::Rendering(std::sync::Arc::new(
-                move |bytes: &[u8]| for_files.render_choice_bytes(depth, bytes),
-            )));
-            let mut rendered =
-                |choices: &[u8]| target(&grammar.render_choice_bytes(depth, choices));
-            crate::engine::fuzz(&config, &mut rendered)
+    if let Some(path) = &options.grammar {
+        match load_grammar(path) {
+            Ok(grammar) => {
+                config.grammar = Some(std::sync::Arc::new(crate::grammar::GrammarInputs::new(
+                    grammar,
+                    options.grammar_depth,
+                )));
+            }
+            Err(message) => {
+                eprintln!("labelfuzz: error: {message}");
+                std::process::exit(2)
+            }
         }
-    };
+    }
+    let result = crate::engine::fuzz(&config, target);
     match result {
         Ok(outcome) => {
+            if config.reduce && outcome.supervisor {
+                print_reductions(&config, &outcome.summary);
+            }
             if config.replay && outcome.supervisor {
                 for crash in &outcome.summary.crashes {
                     eprintln!(

@@ -6,6 +6,7 @@
 //! its best input, try its expansions until one improves a label, shrinking every improvement.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use libafl::corpus::InMemoryCorpus;
@@ -17,6 +18,7 @@ use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
 use libafl::mutators::{havoc_mutations, HavocScheduledMutator, I2SRandReplace};
 use libafl::observers::HitcountsMapObserver;
+use libafl::stages::Stage;
 use libafl::state::{HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
@@ -26,6 +28,7 @@ use libafl_bolts::tuples::{tuple_list, Handled};
 use crate::crash::{install_panic_hook, run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
+use crate::grammar::GrammarInputs;
 use crate::output::OutputDir;
 use crate::report::{Reporter, Summary};
 use crate::scheduler::LabelScheduler;
@@ -68,10 +71,17 @@ pub struct Config {
     pub rss_limit_mb: usize,
     /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
     pub replay: bool,
+    /// Only run the seeds and shrink the crashes they show to a fixpoint, then stop (no
+    /// fuzzing): the `reduce` subcommand.
+    pub reduce: bool,
+    /// Start inputs given directly (after the empty input, before the seed directories).
+    pub inputs: Vec<Vec<u8>>,
     /// No progress line.
     pub quiet: bool,
-    /// What the target sees of an input, written next to crash reproducers (grammar mode).
-    pub rendering: Option<crate::output::Rendering>,
+    /// Grammar mode: inputs are choice bytes that this grammar renders into what the target
+    /// sees; crash reproducers are shrunk with the grammar reducer and get their sentence
+    /// written beside them.
+    pub grammar: Option<Arc<GrammarInputs>>,
 }
 
 /// How many of the start inputs (the empty input, then the seeds) have been run.
@@ -148,7 +158,23 @@ pub fn instrumented_edges() -> usize {
 /// LibAFL would be monomorphized into the (instrumented) target crate and its own edges would
 /// drown the target's.
 pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
-    let out = OutputDir::create(&config.output)?.with_rendering(config.rendering.clone());
+    match &config.grammar {
+        None => fuzz_bytes(config, target),
+        Some(grammar) => {
+            let grammar = Arc::clone(grammar);
+            fuzz_bytes(config, &mut |choices: &[u8]| {
+                target(&grammar.render(choices))
+            })
+        }
+    }
+}
+
+/// [`fuzz`] on the bytes the engine carries (choice bytes in grammar mode).
+fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
+    let rendering = config.grammar.clone().map(|grammar| {
+        crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
+    });
+    let out = OutputDir::create(&config.output)?.with_rendering(rendering);
     if instrumented_edges() == 0 {
         return Err(LabelfuzzError::NotInstrumented);
     }
@@ -222,10 +248,15 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     crate::memory::start_watch(config.rss_limit_mb);
     crate::interrupt::install_in_fuzzer();
 
-    let mut considerer = Considerer::new(crash_handle.clone(), config.limits.clone());
+    let considerer_for = |crash: &libafl_bolts::tuples::Handle<CrashObserver>| {
+        Considerer::new(crash.clone(), config.limits.clone()).with_grammar(config.grammar.clone())
+    };
+    let mut considerer = considerer_for(&crash_handle);
     // The empty input first, then the seeds. The cursor lives in the state and moves before each
     // input runs, so an input that kills the process is not run again after the restart.
-    let start_inputs = std::iter::once(Vec::new()).chain(seeds);
+    let start_inputs = std::iter::once(Vec::new())
+        .chain(config.inputs.iter().cloned())
+        .chain(seeds);
     for (index, input) in start_inputs.enumerate() {
         let progress = state.metadata_or_insert_with(|| SeedProgress(0));
         if index < progress.0 {
@@ -253,10 +284,21 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
     if config.replay {
         state.request_stop();
     }
+    if config.reduce && !state.stop_requested() {
+        // Only the crash shrinker, until every reproducer is at its fixpoint (across restarts:
+        // the crash table says which are done).
+        CrashShrinkStage::new(considerer_for(&crash_handle)).perform(
+            &mut fuzzer,
+            &mut executor,
+            &mut state,
+            &mut manager,
+        )?;
+        state.request_stop();
+    }
 
     let reporter = Reporter::new(out.clone(), config.quiet);
     let havoc = HavocStage::new(
-        Considerer::new(crash_handle.clone(), config.limits.clone()),
+        considerer_for(&crash_handle),
         // At most 8 stacked mutations per mutant (LibAFL's default is 128, libFuzzer's 5): deep
         // stacks cost more than the execution on fast targets and mostly produce noise.
         HavocScheduledMutator::with_max_stack_pow(havoc_mutations(), HAVOC_STACK_POW),
@@ -264,13 +306,13 @@ pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, L
         config.max_len,
     );
     let cmplog = CmpLogStage::new(HavocStage::new(
-        Considerer::new(crash_handle.clone(), config.limits.clone()),
+        considerer_for(&crash_handle),
         I2SRandReplace::new(),
         config.cmplog,
         config.max_len,
     ));
     let mut stages = tuple_list!(
-        CrashShrinkStage::new(Considerer::new(crash_handle, config.limits.clone())),
+        CrashShrinkStage::new(considerer_for(&crash_handle)),
         ExpandStage::new(considerer, config.max_len),
         havoc,
         cmplog,

@@ -19,6 +19,17 @@ pub enum Verdict {
     Stop,
 }
 
+impl From<bool> for Verdict {
+    /// Accepted when true, rejected when false.
+    fn from(accepted: bool) -> Self {
+        if accepted {
+            Verdict::Accepted
+        } else {
+            Verdict::Rejected
+        }
+    }
+}
+
 /// One shrink pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {

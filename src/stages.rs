@@ -8,6 +8,7 @@
 //! [`ReportStage`] writes the output directory and enforces the run limits.
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::time::Duration;
 
 use libafl::corpus::Corpus;
@@ -26,6 +27,7 @@ use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 
 use crate::crash::CrashObserver;
 use crate::crashes::CrashTable;
+use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::mutators::Expansions;
 use crate::report::Reporter;
@@ -103,6 +105,8 @@ pub struct Considerer {
     crash: Handle<CrashObserver>,
     limits: Limits,
     scratch: BytesInput,
+    /// In grammar mode, crash reproducers are shrunk with the grammar's reducer.
+    grammar: Option<Arc<GrammarInputs>>,
 }
 
 impl Considerer {
@@ -113,7 +117,15 @@ impl Considerer {
             crash,
             limits,
             scratch: BytesInput::new(Vec::new()),
+            grammar: None,
         }
+    }
+
+    /// Shrinks crash reproducers as choice sequences of `grammar` (grammar mode).
+    #[must_use]
+    pub fn with_grammar(mut self, grammar: Option<Arc<GrammarInputs>>) -> Self {
+        self.grammar = grammar;
+        self
     }
 
     fn evaluate<E, EM, S, Z>(
@@ -248,6 +260,7 @@ impl Considerer {
         S: RunState,
         Z: Evaluator<E, EM, BytesInput, S>,
     {
+        let grammar = self.grammar.clone();
         while let Some((input, target)) = work.pop() {
             let mut failure = None;
             let mut others = Vec::new();
@@ -266,7 +279,14 @@ impl Considerer {
                     Verdict::Stop
                 }
             };
-            shrink(input, Plan::CRASH, &mut judge);
+            match grammar.as_deref() {
+                Some(grammar) => {
+                    grammar.reduce_bytes(&input, &mut judge);
+                }
+                None => {
+                    shrink(input, Plan::CRASH, &mut judge);
+                }
+            }
             if let Some(e) = failure {
                 return Err(e);
             }

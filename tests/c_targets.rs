@@ -261,6 +261,35 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
         ]
     );
 
+    // `reduce`: a long choice sequence rendering `H!E` (it crashes on its `H!` prefix) reduces
+    // to the same minimum the fuzzer found, in a handful of target runs.
+    let long = dir.join("long-choices");
+    std::fs::write(&long, [5u8, 7, 9, 26, 3, 4, 2, 19, 1, 27]).unwrap();
+    let reduced = run(
+        &fuzzer,
+        &[
+            "reduce",
+            "--grammar",
+            grammar.to_str().unwrap(),
+            "-o",
+            dir.join("reduced").to_str().unwrap(),
+            long.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&reduced.stdout);
+    assert_eq!(reduced.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains(r#"rendering "H!E""#), "{stdout}");
+    assert!(
+        stdout.contains(r#"4 choices [1, 7, 1, 26] rendering "H!""#),
+        "{stdout}"
+    );
+    let runs: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("target runs: "))
+        .and_then(|n| n.parse().ok())
+        .expect("the run count is printed");
+    assert!(runs < 200, "{runs} runs");
+
     std::fs::write(dir.join("bad.json"), r#"{"<start>": [["<x>"]]}"#).unwrap();
     let bad = run(
         &fuzzer,

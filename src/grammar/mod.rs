@@ -28,10 +28,12 @@
 //! first, so choice 0 is always a cheapest rule.
 
 pub mod generate;
+pub mod inputs;
 pub mod reduce;
 
 pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
-pub use reduce::{reduce, Pass, Reduction, PASSES};
+pub use inputs::{choice_bytes, GrammarInputs, HooksFactory};
+pub use reduce::{ddmin, reduce, Derivation, Pass, Reduction, PASSES};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -58,11 +58,13 @@ fn simpler(a: &[u32], b: &[u32]) -> bool {
     a.len() < b.len() || (a.len() == b.len() && a < b)
 }
 
+use crate::shrink::Verdict;
+
 /// The two halves of a property: rendering a candidate (cheap, run freely) and testing its
 /// output (the expensive call that [`Reduction::calls`] counts).
 struct Property<'p> {
     render: &'p mut dyn FnMut(&[u32]) -> Derivation,
-    test: &'p mut dyn FnMut(&Derivation) -> bool,
+    test: &'p mut dyn FnMut(&Derivation) -> Verdict,
 }
 
 struct Reducer<'p> {
@@ -73,13 +75,15 @@ struct Reducer<'p> {
     /// of generation, a value equal modulo the number of alternatives), and the test sees only
     /// the text.
     judged: std::collections::HashMap<Vec<u8>, bool>,
+    /// The test said stop: no more candidates are tried.
+    stopped: bool,
 }
 
 impl Reducer<'_> {
     /// Renders `candidate`; tests it unless it is no simpler once normalized or its output was
     /// judged before; keeps what the generator used if the test holds.
     fn try_candidate(&mut self, candidate: &[u32]) -> bool {
-        if !simpler(candidate, &self.current) {
+        if self.stopped || !simpler(candidate, &self.current) {
             return false;
         }
         let derivation = (self.property.render)(candidate);
@@ -95,11 +99,21 @@ impl Reducer<'_> {
 
     /// The verdict on `derivation`'s output: remembered, or tested now.
     fn judge(&mut self, derivation: &Derivation) -> bool {
+        if self.stopped {
+            return false;
+        }
         if let Some(&verdict) = self.judged.get(&derivation.output) {
             return verdict;
         }
         self.calls += 1;
-        let verdict = (self.property.test)(derivation);
+        let verdict = match (self.property.test)(derivation) {
+            Verdict::Accepted => true,
+            Verdict::Rejected => false,
+            Verdict::Stop => {
+                self.stopped = true;
+                return false;
+            }
+        };
         self.judged.insert(derivation.output.clone(), verdict);
         verdict
     }
@@ -268,14 +282,14 @@ impl Reducer<'_> {
 
 /// Reduces `start`, a sequence whose output the test accepts, to the simplest sequence it can
 /// find whose output the test still accepts. `render` runs the generator on a candidate; `test`
-/// judges a derivation (it may run the target on `used` or on `output`: they are the same
+/// judges a derivation ([`Verdict::Stop`] ends the reduction with the best so far; it may run the target on `used` or on `output`: they are the same
 /// sentence). Only `test` calls are counted: rendering is cheap next to running a target, and
 /// it lets the reducer skip candidates that are no simpler once normalized or that render a
 /// sentence already judged.
 pub fn reduce(
     start: &[u32],
     render: &mut dyn FnMut(&[u32]) -> Derivation,
-    test: &mut dyn FnMut(&Derivation) -> bool,
+    test: &mut dyn FnMut(&Derivation) -> Verdict,
 ) -> Reduction {
     let first = render(start);
     let mut reducer = Reducer {
@@ -283,6 +297,7 @@ pub fn reduce(
         current: first.used,
         calls: 0,
         judged: std::iter::once((first.output, true)).collect(),
+        stopped: false,
     };
     reducer.cut_length(start);
     loop {
@@ -290,7 +305,7 @@ pub fn reduce(
         for pass in PASSES {
             progress |= reducer.run(pass);
         }
-        if !progress {
+        if !progress || reducer.stopped {
             break;
         }
     }
@@ -409,7 +424,7 @@ mod tests {
             let reduction = reduce(
                 &start,
                 &mut |candidate: &[u32]| derive(&grammar, candidate),
-                &mut |derivation: &Derivation| nested_parens(&derivation.output),
+                &mut |derivation: &Derivation| Verdict::from(nested_parens(&derivation.output)),
             );
             let text = derive(&grammar, &reduction.choices).output;
             assert_eq!(
@@ -444,7 +459,7 @@ mod tests {
             used: c.to_vec(),
             output: c.iter().flat_map(|v| v.to_le_bytes()).collect(),
         };
-        let mut judge = |d: &Derivation| test(&d.used);
+        let mut judge = |d: &Derivation| Verdict::from(test(&d.used));
         let mut reducer = Reducer {
             property: Property {
                 render: &mut render,
@@ -453,6 +468,7 @@ mod tests {
             current: from.to_vec(),
             calls: 0,
             judged: std::collections::HashMap::new(),
+            stopped: false,
         };
         reducer.run(pass).then_some(reducer.current)
     }
