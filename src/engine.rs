@@ -90,6 +90,17 @@ struct SeedProgress(usize);
 
 libafl_bolts::impl_serdeany!(SeedProgress);
 
+/// How a start input is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// Run and shrink it if it improves a label.
+    Consider,
+    /// Only run it, whatever the run limits: it restores what an earlier run in the same
+    /// output directory found (its corpus holds the best input of every label already; a
+    /// crash reproducer that was still being shrunk is finished by the crash-shrink stage).
+    Run,
+}
+
 /// What a finished run found.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -179,6 +190,11 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         return Err(LabelfuzzError::NotInstrumented);
     }
     let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
+    let previous = if config.replay || config.reduce {
+        crate::output::PreviousRun::default()
+    } else {
+        out.previous_run(config.max_len)?
+    };
 
     crate::interrupt::install();
     let mut shmem_provider = StdShMemProvider::new()?;
@@ -252,18 +268,28 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         Considerer::new(crash.clone(), config.limits.clone()).with_grammar(config.grammar.clone())
     };
     let mut considerer = considerer_for(&crash_handle);
-    // The empty input first, then the seeds. The cursor lives in the state and moves before each
-    // input runs, so an input that kills the process is not run again after the restart.
-    let start_inputs = std::iter::once(Vec::new())
-        .chain(config.inputs.iter().cloned())
-        .chain(seeds);
-    for (index, input) in start_inputs.enumerate() {
+    // The empty input first, then the inputs given, what an earlier run in this output
+    // directory left, and the seeds. The cursor lives in the state and moves before each input
+    // runs, so an input that kills the process is not run again after the restart.
+    let (resumed_crashes, resumed_corpus) = (previous.crashes.len(), previous.corpus.len());
+    if !previous.corpus.is_empty() && !config.quiet {
+        eprintln!(
+            "labelfuzz: resuming from {}: {resumed_corpus} corpus inputs, {resumed_crashes} crash reproducers",
+            out.root().display()
+        );
+    }
+    let start_inputs = std::iter::once((Vec::new(), Start::Consider))
+        .chain(config.inputs.iter().map(|i| (i.clone(), Start::Consider)))
+        .chain(previous.crashes.into_iter().map(|i| (i, Start::Run)))
+        .chain(previous.corpus.into_iter().map(|i| (i, Start::Run)))
+        .chain(seeds.into_iter().map(|i| (i, Start::Consider)));
+    for (index, (input, how)) in start_inputs.enumerate() {
         let progress = state.metadata_or_insert_with(|| SeedProgress(0));
         if index < progress.0 {
             continue;
         }
         progress.0 = index + 1;
-        if config.replay {
+        if config.replay || how == Start::Run {
             fuzzer.evaluate_input(
                 &mut state,
                 &mut executor,

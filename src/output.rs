@@ -27,6 +27,15 @@ impl std::fmt::Debug for Rendering {
     }
 }
 
+/// The inputs an earlier run left in the output directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreviousRun {
+    /// Its crash reproducers.
+    pub crashes: Vec<Vec<u8>>,
+    /// Its corpus: the best input of every label it had.
+    pub corpus: Vec<Vec<u8>>,
+}
+
 /// The fuzzer's output directory.
 #[derive(Clone, Debug)]
 pub struct OutputDir {
@@ -54,6 +63,46 @@ impl OutputDir {
         let probe = root.join(".labelfuzz-write-test");
         fs::remove_file(&probe).map_err(|e| LabelfuzzError::io("remove", &probe, e))?;
         Ok(out)
+    }
+
+    /// What an earlier run left here, to resume from: the crash reproducers and the corpus,
+    /// each sorted by file name. Temporary files of a run that was killed mid-write are removed;
+    /// files over `max_len` bytes and unreadable files are skipped with a warning.
+    pub fn previous_run(&self, max_len: usize) -> Result<PreviousRun, LabelfuzzError> {
+        let mut previous = PreviousRun::default();
+        for (dir, inputs) in [
+            ("crashes", &mut previous.crashes),
+            ("corpus", &mut previous.corpus),
+        ] {
+            let dir = self.root.join(dir);
+            let entries = fs::read_dir(&dir).map_err(|e| LabelfuzzError::io("read", &dir, e))?;
+            let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            paths.sort();
+            for path in paths {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                if name.starts_with('.') {
+                    if name.contains(".tmp.") {
+                        let _ = fs::remove_file(&path);
+                    }
+                    continue;
+                }
+                if name.ends_with(".rendered") || !path.is_file() {
+                    continue;
+                }
+                match fs::read(&path) {
+                    Ok(bytes) if bytes.len() > max_len => eprintln!(
+                        "labelfuzz: warning: not resuming from {} ({} bytes > --max-len {max_len})",
+                        path.display(),
+                        bytes.len()
+                    ),
+                    Ok(bytes) => inputs.push(bytes),
+                    Err(e) => {
+                        eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display());
+                    }
+                }
+            }
+        }
+        Ok(previous)
     }
 
     /// Also writes, next to every crash reproducer, what the target saw (`<file>.rendered`).
@@ -177,6 +226,27 @@ mod tests {
             .collect();
         assert_eq!(files.len(), 1);
         assert_eq!(fs::read(files[0].path()).unwrap(), b"bb");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_previous_run_is_read_back_without_its_temporary_files() {
+        let dir = temp_dir("previous");
+        let out = OutputDir::create(&dir).unwrap();
+        out.write_atomic(Path::new("corpus/b"), b"bb").unwrap();
+        out.write_atomic(Path::new("corpus/a"), b"a").unwrap();
+        out.write_atomic(Path::new("corpus/long"), b"too long")
+            .unwrap();
+        out.write_atomic(Path::new("crashes/crash-1"), b"x")
+            .unwrap();
+        out.write_atomic(Path::new("crashes/crash-1.rendered"), b"sentence")
+            .unwrap();
+        // What a run killed between write and rename leaves.
+        fs::write(dir.join("corpus/.c.tmp.123"), b"half").unwrap();
+        let previous = out.previous_run(4).unwrap();
+        assert_eq!(previous.corpus, vec![b"a".to_vec(), b"bb".to_vec()]);
+        assert_eq!(previous.crashes, vec![b"x".to_vec()]);
+        assert!(!dir.join("corpus/.c.tmp.123").exists());
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -216,3 +216,67 @@ fn sigterm_stops_the_run_cleanly_with_a_final_summary() {
     assert!(elapsed >= 2.5, "the summary is the final one: {elapsed}");
     assert_eq!(summary["crashes"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn a_run_killed_with_sigkill_resumes_with_every_crash_and_its_corpus() {
+    use std::os::unix::process::CommandExt;
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("sigkill");
+    let mut child = std::process::Command::new(&fuzzer)
+        .args(["-q", "--seed", "3", "-o", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("the fuzzer starts");
+    // Let it find the three planted crashes and write a corpus, then kill the supervisor and
+    // the fuzzing process at once, with no chance to clean up.
+    let started = std::time::Instant::now();
+    let crash_files = |out: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(out.join("crashes"))
+            .map(|dir| {
+                dir.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| !name.starts_with('.'))
+                    .map(|name| {
+                        let bytes = std::fs::read(out.join("crashes").join(&name)).unwrap();
+                        (name, bytes)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    let corpus_files = || std::fs::read_dir(out.join("corpus")).map_or(0, Iterator::count);
+    while crash_files(&out).len() < 3 || corpus_files() < 5 {
+        assert!(started.elapsed().as_secs() < 60, "crashes found in time");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let group = i32::try_from(child.id()).expect("pid fits");
+    // SAFETY: kill(2) on the process group of our own child.
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGKILL) }, 0);
+    child.wait().expect("the fuzzer ends");
+
+    let before = crash_files(&out);
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert!(before.iter().all(|(_, bytes)| !bytes.is_empty()));
+    let corpus_before = corpus_files();
+
+    // One run past the restored inputs: what the summary shows comes from the resumed state.
+    let resumed = run(&fuzzer, &["--runs", "1", "-o", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(1), "{stderr}");
+    let after = crash_files(&out);
+    assert_eq!(
+        after, before,
+        "every crash kept, none replaced by a worse one"
+    );
+    let summary = summary(&out);
+    assert_eq!(summary["crashes"].as_array().unwrap().len(), 3);
+    let labels = usize::try_from(summary["labels"].as_u64().unwrap()).unwrap();
+    assert!(
+        labels >= corpus_before,
+        "the table is rebuilt from the corpus: {labels} labels, {corpus_before} inputs"
+    );
+}
