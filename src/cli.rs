@@ -83,6 +83,21 @@ pub struct Options {
     #[arg(long)]
     pub replay: bool,
 
+    /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
+    /// an LLMP broker; libFuzzer's `-jobs=N` means `--cores 0-(N-1)`. Default: one process.
+    #[arg(long, value_name = "LIST", value_parser = crate::cores::parse_cores)]
+    pub cores: Option<crate::cores::CoreList>,
+
+    /// TCP port of this run's broker (multi-core runs; default: a free port). Another machine
+    /// connects to it with --remote-broker.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub broker_port: Option<u16>,
+
+    /// Also exchange inputs with the broker of a run on another machine (HOST:PORT, its
+    /// --broker-port). Implies a multi-core run (on core 0 unless --cores says otherwise).
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::cores::parse_remote_broker)]
+    pub remote_broker: Option<std::net::SocketAddr>,
+
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
@@ -111,6 +126,8 @@ fn positive_usize(text: &str) -> Result<usize, String> {
 enum Scale {
     Same,
     SecondsToMillis,
+    /// `-jobs=N`: N clients, on cores 0 to N-1.
+    JobsToCores,
 }
 
 /// libFuzzer flag name, our long flag, and how its value converts.
@@ -121,6 +138,8 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("timeout", "--timeout", Scale::SecondsToMillis),
     ("max_len", "--max-len", Scale::Same),
     ("rss_limit_mb", "--rss-limit-mb", Scale::Same),
+    ("jobs", "--cores", Scale::JobsToCores),
+    ("workers", "--cores", Scale::JobsToCores),
 ];
 
 /// Rewrites libFuzzer-style `-name=value` arguments into our flags.
@@ -153,6 +172,14 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Vec<OsString>, S
                 })?;
                 (secs.saturating_mul(1000)).to_string()
             }
+            Scale::JobsToCores => match value.parse::<usize>() {
+                Ok(jobs) if jobs >= 1 => format!("0-{}", jobs - 1),
+                _ => {
+                    return Err(format!(
+                        "`-{name}={value}`: expected a number of jobs, at least 1"
+                    ))
+                }
+            },
         };
         out.push(ours.into());
         out.push(value.into());
@@ -210,6 +237,16 @@ impl Options {
                     || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
             reduce: self.reduce,
             inputs: Vec::new(),
+            cores: match (
+                &self.cores,
+                self.remote_broker.is_some() || self.broker_port.is_some(),
+            ) {
+                (Some(cores), _) => Some(cores.0.clone()),
+                (None, true) => Some(vec![0]),
+                (None, false) => None,
+            },
+            broker_port: self.broker_port,
+            remote_broker: self.remote_broker,
             quiet: self.quiet,
             grammar: None,
         }

@@ -76,6 +76,12 @@ pub struct Config {
     pub reduce: bool,
     /// Start inputs given directly (after the empty input, before the seed directories).
     pub inputs: Vec<Vec<u8>>,
+    /// Run one client per listed core, connected through an LLMP broker (None: one process).
+    pub cores: Option<Vec<usize>>,
+    /// The broker's TCP port in a multi-core run (None: a free port).
+    pub broker_port: Option<u16>,
+    /// Another machine's broker to exchange inputs with (broker to broker).
+    pub remote_broker: Option<std::net::SocketAddr>,
     /// No progress line.
     pub quiet: bool,
     /// Grammar mode: inputs are choice bytes that this grammar renders into what the target
@@ -118,7 +124,9 @@ impl Outcome {
     }
 }
 
-type State = StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
+/// The fuzzer's LibAFL state.
+pub(crate) type State =
+    StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
 /// Reads every seed file in `dirs` (a path that is a file is one seed); a missing or unreadable
 /// directory is an error, a file over `max_len` in a directory is skipped with a warning (it
@@ -196,14 +204,42 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         out.previous_run(config.max_len)?
     };
 
+    let start = StartInputs {
+        given: config.inputs.clone(),
+        previous,
+        seeds,
+    };
+
     crate::interrupt::install();
+    match &config.cores {
+        None => fuzz_in_one_process(config, target, &out, &start),
+        Some(cores) => crate::cores::fuzz_on_cores(config, target, &out, &start, cores),
+    }
+}
+
+/// The inputs a run starts from, read before any process forks (so that every restart of a
+/// fuzzing process sees the same list).
+#[derive(Debug, Default)]
+pub(crate) struct StartInputs {
+    given: Vec<Vec<u8>>,
+    previous: crate::output::PreviousRun,
+    seeds: Vec<Vec<u8>>,
+}
+
+/// One fuzzing process under a supervisor that restarts it after a crash.
+fn fuzz_in_one_process(
+    config: &Config,
+    target: &mut dyn FnMut(&[u8]),
+    out: &OutputDir,
+    start: &StartInputs,
+) -> Result<Outcome, LabelfuzzError> {
     let mut shmem_provider = StdShMemProvider::new()?;
-    let (restored, mut manager) =
+    let (restored, manager) =
         match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
             Ok(launched) => launched,
             // We are the supervising parent and the fuzzing child has finished.
             Err(Error::ShuttingDown) => {
-                let summary = Summary::read(&out)?;
+                let summary = Summary::read(out)?;
                 return Ok(Outcome {
                     summary,
                     supervisor: true,
@@ -211,6 +247,51 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
             }
             Err(e) => return Err(e.into()),
         };
+    let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
+    Ok(Outcome {
+        summary,
+        supervisor: false,
+    })
+}
+
+/// Which client of a multi-core run this process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    /// 1-based index among the clients.
+    pub index: usize,
+    /// How many clients the run has.
+    pub count: usize,
+}
+
+impl Client {
+    /// The only client of a single-process run.
+    pub const ALONE: Client = Client { index: 1, count: 1 };
+
+    /// The first client runs the start inputs (seeds, an earlier run's corpus) and owns
+    /// `corpus/`; the others receive what it finds through the broker.
+    #[must_use]
+    pub fn is_first(self) -> bool {
+        self.index == 1
+    }
+}
+
+/// The fuzzing process: builds LibAFL's parts around `manager` and runs the loop until a limit.
+pub(crate) fn run_client<EM>(
+    config: &Config,
+    target: &mut dyn FnMut(&[u8]),
+    out: &OutputDir,
+    start: &StartInputs,
+    restored: Option<State>,
+    mut manager: EM,
+    client: Client,
+) -> Result<Summary, LabelfuzzError>
+where
+    EM: libafl::events::EventFirer<BytesInput, State>
+        + libafl::events::EventRestarter<State>
+        + libafl::events::ProgressReporter<State>
+        + libafl::events::EventReceiver<BytesInput, State>
+        + SendExiting,
+{
     let edges =
         HitcountsMapObserver::new(unsafe { libafl_targets::std_edges_map_observer("edges") });
     let crash_observer = CrashObserver::new();
@@ -271,6 +352,12 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     // The empty input first, then the inputs given, what an earlier run in this output
     // directory left, and the seeds. The cursor lives in the state and moves before each input
     // runs, so an input that kills the process is not run again after the restart.
+    let empty = crate::output::PreviousRun::default();
+    let (given, previous, seeds): (&[Vec<u8>], _, &[Vec<u8>]) = if client.is_first() {
+        (&start.given, &start.previous, &start.seeds)
+    } else {
+        (&[], &empty, &[])
+    };
     let (resumed_crashes, resumed_corpus) = (previous.crashes.len(), previous.corpus.len());
     if !previous.corpus.is_empty() && !config.quiet {
         eprintln!(
@@ -279,10 +366,10 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         );
     }
     let start_inputs = std::iter::once((Vec::new(), Start::Consider))
-        .chain(config.inputs.iter().map(|i| (i.clone(), Start::Consider)))
-        .chain(previous.crashes.into_iter().map(|i| (i, Start::Run)))
-        .chain(previous.corpus.into_iter().map(|i| (i, Start::Run)))
-        .chain(seeds.into_iter().map(|i| (i, Start::Consider)));
+        .chain(given.iter().map(|i| (i.clone(), Start::Consider)))
+        .chain(previous.crashes.iter().map(|i| (i.clone(), Start::Run)))
+        .chain(previous.corpus.iter().map(|i| (i.clone(), Start::Run)))
+        .chain(seeds.iter().map(|i| (i.clone(), Start::Consider)));
     for (index, (input, how)) in start_inputs.enumerate() {
         let progress = state.metadata_or_insert_with(|| SeedProgress(0));
         if index < progress.0 {
@@ -322,7 +409,7 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         state.request_stop();
     }
 
-    let reporter = Reporter::new(out.clone(), config.quiet);
+    let reporter = Reporter::new(out.clone(), config.quiet, client);
     let havoc = HavocStage::new(
         considerer_for(&crash_handle),
         // At most 8 stacked mutations per mutant (LibAFL's default is 128, libFuzzer's 5): deep
@@ -369,8 +456,5 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     }
     let summary = reporter.report(&state)?;
     manager.send_exiting()?;
-    Ok(Outcome {
-        summary,
-        supervisor: false,
-    })
+    Ok(summary)
 }

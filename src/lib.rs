@@ -22,8 +22,8 @@
 //! - [`memory`]: the RSS limit (`oom` crash labels).
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
-//! - [`cli`], [`engine`]: the command line and the assembled fuzzer; [`interrupt`]: clean
-//!   stops on Ctrl-C and SIGTERM.
+//! - [`cli`], [`engine`]: the command line and the assembled fuzzer; [`cores`]: multi-core
+//!   and multi-machine runs; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
 //!
 //! A Rust fuzz target is a binary crate whose `main.rs` is:
 //!
@@ -34,6 +34,7 @@
 //! ```
 
 pub mod cli;
+pub mod cores;
 pub mod crash;
 pub mod crashes;
 pub mod engine;

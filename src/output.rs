@@ -112,8 +112,25 @@ impl OutputDir {
         self
     }
 
-    /// Writes a crash reproducer atomically, and its rendering if there is one.
+    /// Writes a crash reproducer atomically, and its rendering if there is one, unless the file
+    /// already holds one at least as simple: clients of a multi-core run, and earlier runs in the
+    /// same directory, share `crashes/`, and the simplest reproducer of a label must win. A lock
+    /// on `.crashes.lock` makes the check and the write one step across processes.
     pub fn write_reproducer(&self, relative: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
+        let lock_path = self.root.join(".crashes.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| LabelfuzzError::io("open", &lock_path, e))?;
+        // SAFETY: flock on a descriptor we own; released when `lock` is closed.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        if let Ok(existing) = fs::read(self.root.join(relative)) {
+            if !crate::order::is_simpler(bytes, &existing) {
+                return Ok(());
+            }
+        }
         self.write_atomic(relative, bytes)?;
         if let Some(rendering) = &self.rendering {
             let mut name = relative.as_os_str().to_owned();
@@ -180,8 +197,22 @@ impl OutputDir {
 
     /// Writes `summary.json`.
     pub fn write_summary<T: Serialize>(&self, summary: &T) -> Result<(), LabelfuzzError> {
+        self.write_summary_to(Path::new("summary.json"), summary)
+    }
+
+    /// Writes a summary to `relative` (creating its directory).
+    pub fn write_summary_to<T: Serialize>(
+        &self,
+        relative: &Path,
+        summary: &T,
+    ) -> Result<(), LabelfuzzError> {
+        if let Some(dir) = relative.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let dir = self.root.join(dir);
+            fs::create_dir_all(&dir)
+                .map_err(|e| LabelfuzzError::io("create directory", &dir, e))?;
+        }
         let json = serde_json::to_vec_pretty(summary).expect("the summary serializes");
-        self.write_atomic(Path::new("summary.json"), &json)
+        self.write_atomic(relative, &json)
     }
 }
 
@@ -209,6 +240,20 @@ mod tests {
             .flatten()
             .collect();
         assert_eq!(names.len(), 1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_reproducer_is_replaced_only_by_a_simpler_one() {
+        let dir = temp_dir("reproducer");
+        let out = OutputDir::create(&dir).unwrap();
+        let file = Path::new("crashes/crash-1");
+        out.write_reproducer(file, b"abc").unwrap();
+        out.write_reproducer(file, b"abcd").unwrap();
+        out.write_reproducer(file, b"abd").unwrap();
+        assert_eq!(fs::read(dir.join(file)).unwrap(), b"abc");
+        out.write_reproducer(file, b"abb").unwrap();
+        assert_eq!(fs::read(dir.join(file)).unwrap(), b"abb");
         fs::remove_dir_all(dir).unwrap();
     }
 

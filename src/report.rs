@@ -2,11 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use libafl::state::{HasExecutions, HasStartTime};
+use libafl::state::{HasExecutions, HasImported, HasStartTime};
 use libafl::HasMetadata;
 use libafl_bolts::current_time;
 
 use crate::crashes::CrashTable;
+use crate::engine::Client;
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
 use crate::table::LabelTable;
@@ -58,20 +59,65 @@ pub struct Summary {
     pub corpus: CorpusSize,
     /// Every crash label with its reproducer.
     pub crashes: Vec<CrashSummary>,
-    /// The largest resident memory of the fuzzing process (since its last restart), in MiB.
+    /// The largest resident memory of the fuzzing process (since its last restart), in MiB;
+    /// in a multi-core run, the sum over the clients.
     #[serde(default)]
     pub peak_rss_mb: usize,
+    /// Fuzzing processes (clients) in the run.
+    #[serde(default = "one")]
+    pub clients: usize,
+    /// Inputs received from other clients (or machines) that improved a label of this table;
+    /// in a multi-core run, the sum over the clients.
+    #[serde(default)]
+    pub imported: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Summary {
     /// Reads a summary written by a run.
     pub fn read(out: &OutputDir) -> Result<Self, LabelfuzzError> {
-        let path = out.root().join("summary.json");
-        let text = std::fs::read(&path).map_err(|e| LabelfuzzError::io("read", &path, e))?;
+        Self::read_file(&out.root().join("summary.json"))
+    }
+
+    /// Merges the summaries of the clients of one run: executions, speed, memory and imports
+    /// add up; labels, edges and the corpus are the largest table's (the tables converge on the
+    /// same set); crash labels are united, each with its shortest reproducer.
+    #[must_use]
+    pub fn merge(parts: &[Summary]) -> Option<Summary> {
+        let largest = parts.iter().max_by_key(|p| p.labels)?;
+        let mut crashes: std::collections::BTreeMap<&str, &CrashSummary> =
+            std::collections::BTreeMap::new();
+        for crash in parts.iter().flat_map(|p| &p.crashes) {
+            let kept = crashes.entry(&crash.label).or_insert(crash);
+            if crash.len < kept.len
+                || (crash.len == kept.len && crash.first_found_secs < kept.first_found_secs)
+            {
+                *kept = crash;
+            }
+        }
+        Some(Summary {
+            executions: parts.iter().map(|p| p.executions).sum(),
+            elapsed_secs: parts.iter().map(|p| p.elapsed_secs).fold(0.0, f64::max),
+            execs_per_sec: parts.iter().map(|p| p.execs_per_sec).sum(),
+            labels: largest.labels,
+            edges: largest.edges,
+            corpus: largest.corpus.clone(),
+            crashes: crashes.into_values().cloned().collect(),
+            peak_rss_mb: parts.iter().map(|p| p.peak_rss_mb).sum(),
+            clients: parts.len(),
+            imported: parts.iter().map(|p| p.imported).sum(),
+        })
+    }
+
+    fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
+        let text = std::fs::read(path).map_err(|e| LabelfuzzError::io("read", path, e))?;
         serde_json::from_slice(&text).map_err(|e| {
             LabelfuzzError::io(
                 "parse",
-                &path,
+                path,
                 std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             )
         })
@@ -83,17 +129,20 @@ impl Summary {
 pub struct Reporter {
     out: OutputDir,
     quiet: bool,
+    client: Client,
 }
 
 impl Reporter {
-    /// A reporter writing under `out`; `quiet` silences the progress line.
+    /// A reporter for `client`, writing under `out`; `quiet` silences the progress line.
     #[must_use]
-    pub fn new(out: OutputDir, quiet: bool) -> Self {
-        Reporter { out, quiet }
+    pub fn new(out: OutputDir, quiet: bool, client: Client) -> Self {
+        Reporter { out, quiet, client }
     }
 
     /// Builds the summary of the current state.
-    pub fn summarize<S: HasMetadata + HasExecutions + HasStartTime>(state: &S) -> Summary {
+    pub fn summarize<S: HasMetadata + HasExecutions + HasStartTime + HasImported>(
+        state: &S,
+    ) -> Summary {
         let elapsed = current_time()
             .saturating_sub(*state.start_time())
             .as_secs_f64();
@@ -141,21 +190,41 @@ impl Reporter {
             corpus,
             crashes,
             peak_rss_mb: crate::memory::peak_rss_mb(),
+            clients: 1,
+            imported: *state.imported(),
         }
     }
 
-    /// Writes `summary.json` and `corpus/`, and prints the progress line.
-    pub fn report<S: HasMetadata + HasExecutions + HasStartTime>(
+    /// Writes `summary.json` and `corpus/`, and prints the progress line. In a multi-core run
+    /// each client writes its own summary to `clients/<index>.json` and `summary.json` merges
+    /// them all; the first client alone writes `corpus/` and prints progress (the merged
+    /// figures). Returns this client's summary.
+    pub fn report<S: HasMetadata + HasExecutions + HasStartTime + HasImported>(
         &self,
         state: &S,
     ) -> Result<Summary, LabelfuzzError> {
-        let summary = Self::summarize(state);
-        if let Ok(table) = state.metadata::<LabelTable>() {
-            self.out
-                .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
+        let own = Self::summarize(state);
+        if self.client.is_first() {
+            if let Ok(table) = state.metadata::<LabelTable>() {
+                self.out
+                    .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
+            }
         }
+        let summary = if self.client == Client::ALONE {
+            own.clone()
+        } else {
+            let name = format!("clients/{}.json", self.client.index);
+            self.out
+                .write_summary_to(std::path::Path::new(&name), &own)?;
+            let parts: Vec<Summary> = (1..=self.client.count)
+                .filter_map(|i| {
+                    Summary::read_file(&self.out.root().join(format!("clients/{i}.json"))).ok()
+                })
+                .collect();
+            Summary::merge(&parts).unwrap_or_else(|| own.clone())
+        };
         self.out.write_summary(&summary)?;
-        if !self.quiet {
+        if !self.quiet && self.client.is_first() {
             eprintln!(
                 "#{:<10} {:>7.1}s  exec/s: {:<9.0} labels: {:<6} edges: {:<6} corpus: {}/{}b  crashes: {}",
                 summary.executions,
@@ -168,6 +237,6 @@ impl Reporter {
                 summary.crashes.len()
             );
         }
-        Ok(summary)
+        Ok(own)
     }
 }

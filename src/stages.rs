@@ -19,7 +19,7 @@ use libafl::mutators::{MutationResult, Mutator};
 use libafl::observers::{CmpValuesMetadata, Observer};
 use libafl::stages::{Restartable, Stage};
 use libafl::state::{
-    HasCurrentTestcase, HasExecutions, HasRand, HasSolutions, HasStartTime, Stoppable,
+    HasCurrentTestcase, HasExecutions, HasImported, HasRand, HasSolutions, HasStartTime, Stoppable,
 };
 use libafl::{Error, Evaluator, ExecuteInputResult, ExecutesInput, HasMetadata};
 use libafl_bolts::current_time;
@@ -620,7 +620,12 @@ impl ReportStage {
 
 impl<E, EM, S, Z> Stage<E, EM, S, Z> for ReportStage
 where
-    S: HasMetadata + HasExecutions + HasStartTime + Stoppable + HasSolutions<BytesInput>,
+    S: HasMetadata
+        + HasExecutions
+        + HasStartTime
+        + HasImported
+        + Stoppable
+        + HasSolutions<BytesInput>,
 {
     fn perform(
         &mut self,

@@ -29,10 +29,12 @@
 
 pub mod generate;
 pub mod inputs;
+pub mod parse;
 pub mod reduce;
 
 pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
 pub use inputs::{choice_bytes, GrammarInputs, HooksFactory};
+pub use parse::{parse, ParseError};
 pub use reduce::{ddmin, reduce, Derivation, Pass, Reduction, PASSES};
 
 use std::collections::BTreeMap;
