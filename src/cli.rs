@@ -74,6 +74,11 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
 
+    /// With `reduce` and --grammar: the input files are sentences (text the target sees), parsed
+    /// with the grammar into choice sequences before reducing.
+    #[arg(long, requires = "grammar")]
+    pub parse: bool,
+
     /// In grammar mode, the depth below which only the cheapest rules are chosen.
     #[arg(long, value_name = "N", default_value_t = 12)]
     pub grammar_depth: usize,
@@ -268,6 +273,35 @@ fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, Strin
     Ok(grammar)
 }
 
+/// Replaces the input files by the choice sequences the grammar parses them into.
+fn parse_inputs(config: &mut Config) -> Result<(), String> {
+    let Some(grammar) = config.grammar.clone() else {
+        return Err("--parse needs --grammar".into());
+    };
+    for path in std::mem::take(&mut config.corpus_dirs) {
+        let text =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let choices = crate::grammar::parse(grammar.grammar(), grammar.max_depth(), &text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(wide) = choices.iter().find(|&&c| c > 255) {
+            return Err(format!(
+                "{}: needs choice {wide}, more than one byte holds (a rule with over 256 \
+                 alternatives)",
+                path.display()
+            ));
+        }
+        let bytes = crate::grammar::choice_bytes(&choices);
+        println!(
+            "input {} parsed: {} choices {:?}",
+            path.display(),
+            bytes.len(),
+            bytes
+        );
+        config.inputs.push(bytes);
+    }
+    Ok(())
+}
+
 /// Prints what `reduce` found: each input and each crash reproducer, with its sentence in
 /// grammar mode, and the number of target runs it took.
 fn print_reductions(config: &Config, summary: &crate::report::Summary) {
@@ -331,6 +365,12 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
                 eprintln!("labelfuzz: error: {message}");
                 std::process::exit(2)
             }
+        }
+    }
+    if options.reduce && options.parse {
+        if let Err(message) = parse_inputs(&mut config) {
+            eprintln!("labelfuzz: error: {message}");
+            std::process::exit(2)
         }
     }
     let result = crate::engine::fuzz(&config, target);

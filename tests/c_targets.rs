@@ -290,6 +290,31 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
         .expect("the run count is printed");
     assert!(runs < 200, "{runs} runs");
 
+    // `reduce --parse`: a sentence is parsed into its choices first.
+    let text = dir.join("sentence.txt");
+    std::fs::write(&text, "T?XYZ").unwrap();
+    let parsed = run(
+        &fuzzer,
+        &[
+            "reduce",
+            "--parse",
+            "--grammar",
+            grammar.to_str().unwrap(),
+            "-o",
+            dir.join("parsed").to_str().unwrap(),
+            text.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&parsed.stdout);
+    assert!(
+        stdout.contains("parsed: 10 choices [1, 19, 1, 27, 1, 23, 1, 24, 1, 25]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(r#"4 choices [1, 19, 1, 27] rendering "T?""#),
+        "{stdout}"
+    );
+
     std::fs::write(dir.join("bad.json"), r#"{"<start>": [["<x>"]]}"#).unwrap();
     let bad = run(
         &fuzzer,
