@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and runs a fuzz target.
 #   scripts/fuzz-target.sh [TARGET=<name>] [FUZZ_ARGS="<fuzzer flags>"]
-# TARGET names a directory of fuzzers/: a Rust crate (planted, the default; json; faults; empty)
-# or a native C target with a build.sh (zlib, libpng, sqlite, lcms). FUZZ_TARGET=<dir> runs a
+# TARGET names a directory of fuzzers/: a Rust crate (planted, the default; json; faults; empty),
+# a native C target with a build.sh (zlib, libpng, sqlite, lcms), or a grammar target: a
+# directory with grammar.json and a file `target` naming the fuzzer it drives (sql). FUZZ_TARGET=<dir> runs a
 # Rust fuzz crate anywhere. FUZZ_ARGS defaults to 30 seconds with output in out/<name>, plus the
 # target's seeds if it has any. Settings may come from the environment or as NAME=VALUE args.
 set -euo pipefail
@@ -17,7 +18,7 @@ done
 available() {
   local names=()
   for dir in "$root"/fuzzers/*/; do
-    if [ -f "$dir/build.sh" ] || [ -f "$dir/Cargo.toml" ]; then names+=("$(basename "$dir")"); fi
+    if [ -f "$dir/build.sh" ] || [ -f "$dir/Cargo.toml" ] || [ -f "$dir/target" ]; then names+=("$(basename "$dir")"); fi
   done
   echo "${names[*]}"
 }
@@ -26,6 +27,11 @@ if [ -n "${FUZZ_TARGET:-}" ]; then
   dir="$FUZZ_TARGET"
 else
   dir="$root/fuzzers/${TARGET:-planted}"
+  grammar=""
+  if [ -f "$dir/grammar.json" ] && [ -f "$dir/target" ]; then
+    grammar="--grammar $dir/grammar.json"
+    dir="$root/fuzzers/$(cat "$dir/target")"
+  fi
   if [ ! -f "$dir/build.sh" ] && [ ! -f "$dir/Cargo.toml" ]; then
     echo "fuzz-target: no target '${TARGET:-}' (available: $(available))" >&2
     exit 2
@@ -35,12 +41,13 @@ fi
 seeds=""
 if [ -f "$dir/build.sh" ]; then
   exe="$(bash "$dir/build.sh")"
-  if [ -d "$(dirname "$exe")/seeds" ]; then seeds="$(dirname "$exe")/seeds"; fi
+  # Seeds are byte inputs: a grammar run starts from the empty choice sequence instead.
+  if [ -d "$(dirname "$exe")/seeds" ] && [ -z "${grammar:-}" ]; then seeds="$(dirname "$exe")/seeds"; fi
 else
   exe="$("$root/scripts/build-fuzzer.sh" "$dir")"
 fi
-name="$(basename "$dir")"
-args="${FUZZ_ARGS:---max-time 30 -o out/$name $seeds}"
+name="${TARGET:-$(basename "$dir")}"
+args="${FUZZ_ARGS:---max-time 30 -o out/$name $seeds} ${grammar:-}"
 echo "fuzz-target: $exe $args" >&2
 set +e
 # shellcheck disable=SC2086  # FUZZ_ARGS is a list of arguments

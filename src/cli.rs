@@ -93,15 +93,10 @@ pub struct Options {
     #[arg(long, value_name = "LIST", value_parser = crate::cores::parse_cores)]
     pub cores: Option<crate::cores::CoreList>,
 
-    /// TCP port of this run's broker (multi-core runs; default: a free port). Another machine
-    /// connects to it with --remote-broker.
+    /// TCP port of this run's broker (multi-core runs; default: a free port, so that two runs
+    /// on one machine never share a broker).
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub broker_port: Option<u16>,
-
-    /// Also exchange inputs with the broker of a run on another machine (HOST:PORT, its
-    /// --broker-port). Implies a multi-core run (on core 0 unless --cores says otherwise).
-    #[arg(long, value_name = "HOST:PORT", value_parser = crate::cores::parse_remote_broker)]
-    pub remote_broker: Option<std::net::SocketAddr>,
 
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
@@ -242,16 +237,12 @@ impl Options {
                     || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
             reduce: self.reduce,
             inputs: Vec::new(),
-            cores: match (
-                &self.cores,
-                self.remote_broker.is_some() || self.broker_port.is_some(),
-            ) {
+            cores: match (&self.cores, self.broker_port.is_some()) {
                 (Some(cores), _) => Some(cores.0.clone()),
                 (None, true) => Some(vec![0]),
                 (None, false) => None,
             },
             broker_port: self.broker_port,
-            remote_broker: self.remote_broker,
             quiet: self.quiet,
             grammar: None,
         }

@@ -3,20 +3,27 @@
 //! process.
 //!
 //! What travels: every input that improves a label of a client's table goes to the broker as a
-//! `NewTestcase` event and on to every other client (and, with `--remote-broker`, to the brokers
-//! of other machines). A client receiving one runs it and keeps it if it improves its own table.
+//! `NewTestcase` event and on to every other client. A client receiving one runs it and keeps it if it improves its own table.
 //! Keeping the simpler input per label does not depend on the order inputs arrive in, so the
 //! tables converge on the same set. Crash reproducers are not sent: each client shrinks its own,
 //! and `crashes/` keeps the simplest per label (see [`crate::crashes`]).
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
+use std::num::NonZeroUsize;
+use std::time::Duration;
 
 use libafl::events::launcher::Launcher;
-use libafl::events::{ClientDescription, EventConfig};
+use libafl::events::{
+    setup_restarting_mgr_llmp, ClientDescription, EventConfig, ManagerKind, ShouldSaveState,
+    StdLlmpEventHook,
+};
+use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
 use libafl::Error;
 use libafl_bolts::core_affinity::Cores;
+use libafl_bolts::llmp::{Broker, LlmpBroker};
 use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+use libafl_bolts::tuples::tuple_list;
 
 use crate::engine::{run_client, Client, Config, Outcome, StartInputs, State};
 use crate::error::LabelfuzzError;
@@ -65,18 +72,44 @@ pub(crate) fn fuzz_on_cores(
         ));
         Ok(())
     };
+    let provider = StdShMemProvider::new()?;
+    let configuration = EventConfig::AlwaysUnique;
+    // The broker is set up here rather than by `Launcher::launch`, which in LibAFL 0.16.1
+    // ignores `remote_broker_addr`: the place where a broker-to-broker link will be made.
+    let spawn = |_: &_, description: Option<ClientDescription>, monitor: Option<NopMonitor>| {
+        let Some(client_description) = description else {
+            let hook =
+                StdLlmpEventHook::<BytesInput, NopMonitor>::new(monitor.unwrap_or_default())?;
+            let mut broker =
+                LlmpBroker::create_attach_to_tcp(provider.clone(), tuple_list!(hook), broker_port)?;
+            if let Some(clients) = NonZeroUsize::new(count) {
+                broker.set_exit_after(clients);
+            }
+            broker.loop_with_timeouts(Duration::from_secs(30), Some(Duration::from_millis(5)));
+            return Err(Error::shutting_down());
+        };
+        setup_restarting_mgr_llmp(
+            provider.clone(),
+            configuration,
+            None::<NopMonitor>,
+            broker_port,
+            ManagerKind::Client { client_description },
+            None,
+            ShouldSaveState::OnRestart,
+            tuple_list!(),
+        )
+    };
     let launched = Launcher::builder()
-        .shmem_provider(StdShMemProvider::new()?)
+        .shmem_provider(provider.clone())
         // Receivers run each input themselves rather than trusting a serialized edge map:
         // cheaper to send, and every client computes its own labels.
-        .configuration(EventConfig::AlwaysUnique)
+        .configuration(configuration)
         .monitor(NopMonitor::new())
         .run_client(run)
         .cores(&cores_spec)
         .broker_port(broker_port)
-        .remote_broker_addr(config.remote_broker)
         .build()
-        .launch::<libafl::inputs::BytesInput, State>();
+        .launch_with_manager(spawn);
     if let Some(result) = finished {
         // A fuzzing client.
         return result.map(|summary| Outcome {
@@ -94,17 +127,6 @@ pub(crate) fn fuzz_on_cores(
         Err(Error::ShuttingDown) => std::process::exit(0),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Where another machine's broker listens.
-pub fn parse_remote_broker(text: &str) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let mut addresses = text
-        .to_socket_addrs()
-        .map_err(|e| format!("`{text}` is not HOST:PORT ({e})"))?;
-    addresses
-        .next()
-        .ok_or_else(|| format!("`{text}` resolves to no address"))
 }
 
 /// A list of cores to run clients on.
@@ -175,11 +197,5 @@ mod tests {
             let err = parse_cores_on(text, 2).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
         }
-    }
-
-    #[test]
-    fn remote_brokers_are_host_and_port() {
-        assert_eq!(parse_remote_broker("127.0.0.1:1337").unwrap().port(), 1337);
-        assert!(parse_remote_broker("nowhere").is_err());
     }
 }

@@ -80,8 +80,7 @@ pub struct Config {
     pub cores: Option<Vec<usize>>,
     /// The broker's TCP port in a multi-core run (None: a free port).
     pub broker_port: Option<u16>,
-    /// Another machine's broker to exchange inputs with (broker to broker).
-    pub remote_broker: Option<std::net::SocketAddr>,
+
     /// No progress line.
     pub quiet: bool,
     /// Grammar mode: inputs are choice bytes that this grammar renders into what the target
