@@ -198,7 +198,18 @@ impl SignalSite {
             AbortCause::Fault | AbortCause::Exit => {}
         }
         if self.stack_overflow {
-            if let Some(start) = self.frames.first().and_then(|&f| function_start(f)) {
+            // The faulting instruction may be in the recursive function or in anything it calls
+            // (a helper touching the guard page first): the recursive function is the one that
+            // repeats among the frames, and otherwise the caller of the faulting one.
+            let starts: Vec<usize> = self
+                .frames
+                .iter()
+                .filter_map(|&f| function_start(f))
+                .collect();
+            let repeated = starts
+                .iter()
+                .find(|&&s| starts.iter().filter(|&&t| t == s).count() > 1);
+            if let Some(start) = repeated.or(starts.get(1)).or(starts.first()) {
                 return format!("stack overflow in exe+{start:#x}");
             }
         }
