@@ -127,9 +127,8 @@ impl Outcome {
 pub(crate) type State =
     StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
 
-/// Reads every seed file in `dirs` (a path that is a file is one seed); a missing or unreadable
-/// directory is an error, a file over `max_len` in a directory is skipped with a warning (it
-/// could not be shrunk below the limit anyway).
+/// Reads every seed file in `dirs` (a path that is a file is one seed; a directory is read with
+/// [`crate::output::read_inputs`]).
 fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
     let mut seeds = Vec::new();
     for dir in dirs {
@@ -140,25 +139,7 @@ fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, Labelfuz
             seeds.push(bytes);
             continue;
         }
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| LabelfuzzError::io("read corpus directory", dir, e))?;
-        let mut paths: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        paths.sort();
-        for path in paths {
-            match std::fs::read(&path) {
-                Ok(bytes) if bytes.len() > max_len => eprintln!(
-                    "labelfuzz: warning: skipping {} ({} bytes > --max-len {max_len})",
-                    path.display(),
-                    bytes.len()
-                ),
-                Ok(bytes) => seeds.push(bytes),
-                Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
-            }
-        }
+        seeds.extend(crate::output::read_inputs(dir, max_len)?);
     }
     Ok(seeds)
 }

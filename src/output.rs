@@ -27,6 +27,36 @@ impl std::fmt::Debug for Rendering {
     }
 }
 
+/// Reads the inputs in `dir`, sorted by file name: every regular file except hidden ones
+/// (temporary files) and `.rendered` sentences. A file over `max_len` bytes is skipped with a
+/// warning (it could not be shrunk below the limit anyway), as is an unreadable one; an
+/// unreadable directory is an error.
+pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
+    let entries = fs::read_dir(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            p.is_file() && !name.starts_with('.') && !name.ends_with(".rendered")
+        })
+        .collect();
+    paths.sort();
+    let mut inputs = Vec::with_capacity(paths.len());
+    for path in paths {
+        match fs::read(&path) {
+            Ok(bytes) if bytes.len() > max_len => eprintln!(
+                "labelfuzz: warning: skipping {} ({} bytes > --max-len {max_len})",
+                path.display(),
+                bytes.len()
+            ),
+            Ok(bytes) => inputs.push(bytes),
+            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
+        }
+    }
+    Ok(inputs)
+}
+
 /// The inputs an earlier run left in the output directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PreviousRun {
@@ -69,40 +99,21 @@ impl OutputDir {
     /// each sorted by file name. Temporary files of a run that was killed mid-write are removed;
     /// files over `max_len` bytes and unreadable files are skipped with a warning.
     pub fn previous_run(&self, max_len: usize) -> Result<PreviousRun, LabelfuzzError> {
-        let mut previous = PreviousRun::default();
-        for (dir, inputs) in [
-            ("crashes", &mut previous.crashes),
-            ("corpus", &mut previous.corpus),
-        ] {
+        for dir in ["crashes", "corpus"] {
             let dir = self.root.join(dir);
             let entries = fs::read_dir(&dir).map_err(|e| LabelfuzzError::io("read", &dir, e))?;
-            let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-            paths.sort();
-            for path in paths {
-                let name = path.file_name().unwrap_or_default().to_string_lossy();
-                if name.starts_with('.') {
-                    if name.contains(".tmp.") {
-                        let _ = fs::remove_file(&path);
-                    }
-                    continue;
-                }
-                if name.ends_with(".rendered") || !path.is_file() {
-                    continue;
-                }
-                match fs::read(&path) {
-                    Ok(bytes) if bytes.len() > max_len => eprintln!(
-                        "labelfuzz: warning: not resuming from {} ({} bytes > --max-len {max_len})",
-                        path.display(),
-                        bytes.len()
-                    ),
-                    Ok(bytes) => inputs.push(bytes),
-                    Err(e) => {
-                        eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display());
-                    }
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') && name.contains(".tmp.") {
+                    let _ = fs::remove_file(entry.path());
                 }
             }
         }
-        Ok(previous)
+        Ok(PreviousRun {
+            crashes: read_inputs(&self.root.join("crashes"), max_len)?,
+            corpus: read_inputs(&self.root.join("corpus"), max_len)?,
+        })
     }
 
     /// Also writes, next to every crash reproducer, what the target saw (`<file>.rendered`).

@@ -147,43 +147,9 @@ impl Reducer<'_> {
     /// sequence, not the normalized one, on purpose: on the seed example's 8 starts the cut
     /// took 107 calls in all this way and 228 on normalized sequences.
     fn cut_length(&mut self, start: &[u32]) {
-        let mut current = start.to_vec();
-        let mut granularity = 2usize;
-        while current.len() >= 2 {
-            let chunk = current.len().div_ceil(granularity);
-            let bounds: Vec<(usize, usize)> = (0..current.len())
-                .step_by(chunk)
-                .map(|lo| (lo, (lo + chunk).min(current.len())))
-                .collect();
-            let mut reduced = false;
-            for &(lo, hi) in &bounds {
-                if self.verdict(&current[lo..hi]).0 {
-                    current = current[lo..hi].to_vec();
-                    granularity = 2;
-                    reduced = true;
-                    break;
-                }
-            }
-            if !reduced && bounds.len() > 2 {
-                for &(lo, hi) in &bounds {
-                    let mut dropped = current[..lo].to_vec();
-                    dropped.extend_from_slice(&current[hi..]);
-                    if self.verdict(&dropped).0 {
-                        current = dropped;
-                        granularity = (granularity - 1).max(2);
-                        reduced = true;
-                        break;
-                    }
-                }
-            }
-            if !reduced {
-                if granularity >= current.len() {
-                    break;
-                }
-                granularity = (granularity * 2).min(current.len());
-            }
-        }
-        let (_, derivation) = self.verdict(&current);
+        // `ddmin` counts every candidate; `judge` counts only the ones actually tested.
+        let cut = ddmin(start, &mut |candidate: &[u32]| self.verdict(candidate).0);
+        let (_, derivation) = self.verdict(&cut.choices);
         if simpler(&derivation.used, &self.current) {
             self.current = derivation.used;
         }
