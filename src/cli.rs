@@ -98,6 +98,11 @@ pub struct Options {
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub broker_port: Option<u16>,
 
+    /// Link this run's broker to the broker of a run on another machine (`HOST:PORT`, that
+    /// run's `--broker-port`): label-improving inputs then travel between the two runs.
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::cores::parse_remote_broker)]
+    pub remote_broker: Option<crate::cores::RemoteBroker>,
+
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
@@ -237,12 +242,16 @@ impl Options {
                     || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
             reduce: self.reduce,
             inputs: Vec::new(),
-            cores: match (&self.cores, self.broker_port.is_some()) {
+            cores: match (
+                &self.cores,
+                self.broker_port.is_some() || self.remote_broker.is_some(),
+            ) {
                 (Some(cores), _) => Some(cores.0.clone()),
                 (None, true) => Some(vec![0]),
                 (None, false) => None,
             },
             broker_port: self.broker_port,
+            remote_broker: self.remote_broker.clone(),
             quiet: self.quiet,
             grammar: None,
         }

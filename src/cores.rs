@@ -8,21 +8,20 @@
 //! tables converge on the same set. Crash reproducers are not sent: each client shrinks its own,
 //! and `crashes/` keeps the simplest per label (see [`crate::crashes`]).
 
-use std::net::TcpListener;
-use std::num::NonZeroUsize;
+use std::net::{TcpListener, ToSocketAddrs};
 use std::time::Duration;
 
 use libafl::events::launcher::Launcher;
 use libafl::events::{
-    setup_restarting_mgr_llmp, ClientDescription, EventConfig, ManagerKind, ShouldSaveState,
-    StdLlmpEventHook,
+    setup_restarting_mgr_llmp, ClientDescription, EventConfig, LlmpRestartingEventManager,
+    ManagerKind, SendExiting, ShouldSaveState, StdLlmpEventHook,
 };
 use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
 use libafl::Error;
 use libafl_bolts::core_affinity::Cores;
 use libafl_bolts::llmp::{Broker, LlmpBroker};
-use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+use libafl_bolts::shmem::{ShMemProvider, StdShMem, StdShMemProvider};
 use libafl_bolts::tuples::tuple_list;
 
 use crate::engine::{run_client, Client, Config, Outcome, StartInputs, State};
@@ -42,6 +41,72 @@ fn free_port() -> Result<u16, LabelfuzzError> {
         .map_err(|e| LabelfuzzError::io("find a free port", std::path::Path::new("127.0.0.1"), e))
 }
 
+/// Whether this process still has a live child (a zombie, finished but not yet reaped, does not
+/// count). The launching process's children are the clients' supervisors, and a supervisor
+/// exits once its client has finished (or was killed).
+fn has_live_children() -> bool {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // Without /proc we cannot tell; LLMP's own count then decides alone.
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // After the command name in parentheses: state, then the parent's pid.
+        let mut fields = stat
+            .rsplit_once(") ")
+            .map_or("", |(_, rest)| rest)
+            .split(' ');
+        let (state, parent) = (fields.next(), fields.next());
+        parent == Some(me.as_str()) && state != Some("Z")
+    })
+}
+
+/// How often the broker looks for finished clients.
+const CHILD_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// Runs the broker, linked to `remote` if given, until all `count` clients have finished.
+fn run_broker(
+    provider: &StdShMemProvider,
+    port: u16,
+    remote: Option<&RemoteBroker>,
+    count: usize,
+) -> Result<(), Error> {
+    let hooks = tuple_list!(StdLlmpEventHook::<BytesInput, NopMonitor>::new(
+        NopMonitor::new()
+    )?);
+    let mut broker = LlmpBroker::create_attach_to_tcp(provider.clone(), hooks, port)?;
+    if let Some(remote) = remote {
+        crate::link::connect(&remote.0, port)?;
+    }
+    // Ctrl-C here sets the stop flag the clients share; they stop and finish.
+    crate::interrupt::install_in_fuzzer();
+    // LLMP's count of connected clients cannot tell when the run is over once a remote broker
+    // is linked (the link is a client that never leaves), so the supervisors' exits do.
+    let mut last_check = std::time::Instant::now();
+    loop {
+        let all_left =
+            !broker.has_clients() && broker.num_clients_seen() - broker.nb_listeners() >= count;
+        if all_left {
+            return Ok(());
+        }
+        if last_check.elapsed() >= CHILD_CHECK_EVERY {
+            last_check = std::time::Instant::now();
+            if !has_live_children() {
+                return Ok(());
+            }
+        }
+        if !broker.broker_once()? {
+            std::thread::sleep(BROKER_IDLE_SLEEP);
+        }
+    }
+}
+
+/// How long the broker sleeps when no client sent anything.
+const BROKER_IDLE_SLEEP: Duration = Duration::from_millis(5);
+
 /// Runs one client per core in `cores`. Returns in the launching process once every client has
 /// finished (with the merged summary) and in each fuzzing process when it finishes; the
 /// processes that only supervise a client exit here.
@@ -58,34 +123,37 @@ pub(crate) fn fuzz_on_cores(
         Some(port) => port,
         None => free_port()?,
     };
+    if let Some(remote) = &config.remote_broker {
+        remote.check_reachable()?;
+    }
     // Summaries of an earlier run's clients would be merged into this run's.
     let _ = std::fs::remove_dir_all(out.root().join("clients"));
     let count = cores.len();
     let mut finished: Option<Result<Summary, LabelfuzzError>> = None;
-    let run = |restored: Option<State>, manager, description: ClientDescription| {
-        let client = Client {
-            index: description.id(),
-            count,
+    let run =
+        |restored: Option<State>, mut manager: ClientManager, description: ClientDescription| {
+            let client = Client {
+                index: description.id(),
+                count,
+            };
+            let result = run_client(config, target, out, start, restored, &mut manager, client);
+            // Even after an error: a supervisor not told the run is over restarts its client.
+            manager.send_exiting()?;
+            finished = Some(result);
+            Ok(())
         };
-        finished = Some(run_client(
-            config, target, out, start, restored, manager, client,
-        ));
-        Ok(())
-    };
     let provider = StdShMemProvider::new()?;
     let configuration = EventConfig::AlwaysUnique;
-    // The broker is set up here rather than by `Launcher::launch`, which in LibAFL 0.16.1
-    // ignores `remote_broker_addr`: the place where a broker-to-broker link will be made.
-    let spawn = |_: &_, description: Option<ClientDescription>, monitor: Option<NopMonitor>| {
+    let mut broker_failure = None;
+    // Our own broker rather than `Launcher`'s: it links to a remote broker (which
+    // `Launcher::launch` in LibAFL 0.16.1 ignores) and knows when its own clients are done
+    // (LLMP's count of connected clients includes the link, which never leaves).
+    let spawn = |_: &_, description: Option<ClientDescription>, _: Option<NopMonitor>| {
         let Some(client_description) = description else {
-            let hook =
-                StdLlmpEventHook::<BytesInput, NopMonitor>::new(monitor.unwrap_or_default())?;
-            let mut broker =
-                LlmpBroker::create_attach_to_tcp(provider.clone(), tuple_list!(hook), broker_port)?;
-            if let Some(clients) = NonZeroUsize::new(count) {
-                broker.set_exit_after(clients);
+            if let Err(e) = run_broker(&provider, broker_port, config.remote_broker.as_ref(), count)
+            {
+                broker_failure = Some(e);
             }
-            broker.loop_with_timeouts(Duration::from_secs(30), Some(Duration::from_millis(5)));
             return Err(Error::shutting_down());
         };
         setup_restarting_mgr_llmp(
@@ -117,6 +185,9 @@ pub(crate) fn fuzz_on_cores(
             supervisor: false,
         });
     }
+    if let Some(e) = broker_failure {
+        return Err(LabelfuzzError::Broker(e.to_string()));
+    }
     match launched {
         // The launching process: the broker has seen every client finish.
         Ok(()) => Ok(Outcome {
@@ -126,6 +197,43 @@ pub(crate) fn fuzz_on_cores(
         // A client's supervisor, after its client finished.
         Err(Error::ShuttingDown) => std::process::exit(0),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The event manager of a client in a multi-core run.
+type ClientManager = LlmpRestartingEventManager<(), BytesInput, State, StdShMem, StdShMemProvider>;
+
+/// The broker of another run, as `HOST:PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteBroker(pub String);
+
+impl RemoteBroker {
+    /// Fails with a clear message when nothing listens there, before any process is started.
+    fn check_reachable(&self) -> Result<(), LabelfuzzError> {
+        std::net::TcpStream::connect(self.0.as_str())
+            .map(drop)
+            .map_err(|e| {
+                LabelfuzzError::Broker(format!("cannot reach the remote broker {}: {e}", self.0))
+            })
+    }
+}
+
+/// Parses `HOST:PORT` for `--remote-broker`, resolving the host.
+pub fn parse_remote_broker(text: &str) -> Result<RemoteBroker, String> {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("`{text}` is not HOST:PORT"));
+    };
+    if host.is_empty() {
+        return Err(format!("`{text}` names no host"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => return Err(format!("`{port}` is not a port number (1-65535)")),
+    }
+    match text.to_socket_addrs().map(|mut addrs| addrs.next()) {
+        Ok(Some(_)) => Ok(RemoteBroker(text.to_string())),
+        Ok(None) => Err(format!("host `{host}` has no address")),
+        Err(e) => Err(format!("cannot resolve host `{host}`: {e}")),
     }
 }
 
@@ -197,5 +305,39 @@ mod tests {
             let err = parse_cores_on(text, 2).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn remote_brokers_are_host_and_port() {
+        assert_eq!(
+            parse_remote_broker("127.0.0.1:1337"),
+            Ok(RemoteBroker("127.0.0.1:1337".into()))
+        );
+        assert!(parse_remote_broker("localhost:1337").is_ok());
+        assert!(parse_remote_broker("[::1]:1337").is_ok());
+        for (text, needle) in [
+            ("1337", "is not HOST:PORT"),
+            (":1337", "names no host"),
+            ("localhost:", "is not a port number"),
+            ("localhost:70000", "is not a port number"),
+        ] {
+            let err = parse_remote_broker(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_process_without_children_has_no_live_children() {
+        assert!(!has_live_children());
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep starts");
+        assert!(has_live_children());
+        child.kill().expect("kill");
+        // Killed but not yet reaped: a zombie is not alive.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!has_live_children());
+        child.wait().expect("reaped");
     }
 }

@@ -80,6 +80,8 @@ pub struct Config {
     pub cores: Option<Vec<usize>>,
     /// The broker's TCP port in a multi-core run (None: a free port).
     pub broker_port: Option<u16>,
+    /// A broker of another run to link this run's broker to (multi-machine runs).
+    pub remote_broker: Option<crate::cores::RemoteBroker>,
 
     /// No progress line.
     pub quiet: bool,
@@ -227,7 +229,19 @@ fn fuzz_in_one_process(
             }
             Err(e) => return Err(e.into()),
         };
-    let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
+    let mut manager = manager;
+    let result = run_client(
+        config,
+        target,
+        out,
+        start,
+        restored,
+        &mut manager,
+        Client::ALONE,
+    );
+    // Also after an error: a supervisor not told the run is over restarts it.
+    manager.send_exiting()?;
+    let summary = result?;
     Ok(Outcome {
         summary,
         supervisor: false,
@@ -262,7 +276,7 @@ pub(crate) fn run_client<EM>(
     out: &OutputDir,
     start: &StartInputs,
     restored: Option<State>,
-    mut manager: EM,
+    manager: &mut EM,
     client: Client,
 ) -> Result<Summary, LabelfuzzError>
 where
@@ -314,7 +328,7 @@ where
         .crashdump(false)
         .fuzzer(&mut fuzzer)
         .state(&mut state)
-        .event_mgr(&mut manager)
+        .event_mgr(manager)
         .build()?;
     // Arm the timeout timer once for many executions instead of twice per execution: the
     // re-arming syscalls cost more than a fast target itself.
@@ -357,18 +371,13 @@ where
         }
         progress.0 = index + 1;
         if config.replay || how == Start::Run {
-            fuzzer.evaluate_input(
-                &mut state,
-                &mut executor,
-                &mut manager,
-                &BytesInput::new(input),
-            )?;
+            fuzzer.evaluate_input(&mut state, &mut executor, manager, &BytesInput::new(input))?;
         } else {
             considerer.consider(
                 &mut fuzzer,
                 &mut executor,
                 &mut state,
-                &mut manager,
+                manager,
                 &input,
                 false,
             )?;
@@ -384,7 +393,7 @@ where
             &mut fuzzer,
             &mut executor,
             &mut state,
-            &mut manager,
+            manager,
         )?;
         state.request_stop();
     }
@@ -428,13 +437,11 @@ where
         {
             break;
         }
-        match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, &mut manager) {
+        match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, manager) {
             Ok(_) => {}
             Err(Error::ShuttingDown) => break,
             Err(e) => return Err(e.into()),
         }
     }
-    let summary = reporter.report(&state)?;
-    manager.send_exiting()?;
-    Ok(summary)
+    reporter.report(&state)
 }

@@ -20,6 +20,8 @@ pub enum LabelfuzzError {
     Usage(String),
     /// The target reports no SanitizerCoverage edges: it was built without instrumentation.
     NotInstrumented,
+    /// The multi-core broker or its link to a remote broker failed.
+    Broker(String),
     /// LibAFL reported an error.
     Libafl(libafl::Error),
 }
@@ -49,6 +51,7 @@ impl fmt::Display for LabelfuzzError {
                 "the target has no SanitizerCoverage edges: build it with `cargo make fuzz-target` \
                  (Rust) or `labelfuzz-cc` (C/C++) so that labelfuzz can see its coverage",
             ),
+            LabelfuzzError::Broker(msg) => write!(f, "broker: {msg}"),
             LabelfuzzError::Libafl(e) => write!(f, "LibAFL: {e}"),
         }
     }

@@ -12,14 +12,18 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 /// The shared stop flag (null until [`install`]).
 static STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Whether this process has seen a stop signal before. Not shared: one Ctrl-C reaches every
+/// process of a multi-core run, and that must not count as a second one in any of them.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn request_stop(_signal: libc::c_int) {
     let flag = STOP.load(Ordering::Relaxed);
     if flag.is_null() {
         return;
     }
     // SAFETY: the page is mapped for the life of the process; atomics are signal-safe.
-    let already = unsafe { (*flag).swap(true, Ordering::SeqCst) };
-    if already {
+    unsafe { (*flag).store(true, Ordering::SeqCst) };
+    if SIGNALLED.swap(true, Ordering::SeqCst) {
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(libafl_bolts::os::CTRL_C_EXIT) };
     }

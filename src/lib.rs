@@ -43,6 +43,7 @@ pub mod feedback;
 pub mod grammar;
 pub mod interrupt;
 pub mod labels;
+mod link;
 pub mod memory;
 pub mod mutators;
 pub mod order;

@@ -112,3 +112,110 @@ pub fn crashes_by_input(out: &Path) -> std::collections::BTreeMap<Vec<u8>, (Stri
         })
         .collect()
 }
+
+/// A fuzzer started in its own process group, so that a test can signal or kill all of its
+/// processes (supervisors, clients, broker) at once.
+pub struct Group {
+    child: std::process::Child,
+    /// stdout and stderr go to files, so that a chatty run never blocks on a full pipe.
+    logs: [PathBuf; 2],
+}
+
+impl Group {
+    /// Starts `fuzzer` with `args` (quietly, stderr kept).
+    pub fn start(fuzzer: &Path, args: &[&str]) -> Group {
+        use std::os::unix::process::CommandExt;
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = root().join("target/test-scratch/logs");
+        std::fs::create_dir_all(&dir).expect("log directory");
+        let logs =
+            ["stdout", "stderr"].map(|name| dir.join(format!("{}-{n}.{name}", std::process::id())));
+        let file = |path: &PathBuf| std::fs::File::create(path).expect("log file");
+        let child = Command::new(fuzzer)
+            .args(args)
+            .arg("-q")
+            .stdout(file(&logs[0]))
+            .stderr(file(&logs[1]))
+            .process_group(0)
+            .spawn()
+            .expect("the fuzzer starts");
+        Group { child, logs }
+    }
+
+    /// Sends `signal` to every process of the group.
+    pub fn signal(&self, signal: i32) {
+        let group = i32::try_from(self.child.id()).expect("pid fits");
+        // SAFETY: kill(2) on the process group of our own child.
+        unsafe { libc::kill(-group, signal) };
+    }
+
+    /// Waits for the launching process to end; kills the whole group and fails the test if it
+    /// takes longer than `limit`, so that a hung run never hangs the test suite.
+    pub fn wait(mut self, limit: std::time::Duration) -> Output {
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                self.signal(libc::SIGKILL);
+                let _ = self.child.wait();
+                panic!(
+                    "the fuzzer ran past {limit:?}; killed. stderr:\n{}",
+                    String::from_utf8_lossy(&std::fs::read(&self.logs[1]).unwrap_or_default())
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        // Nothing may outlive the run: supervisors, clients and the broker all end with it.
+        let group = i32::try_from(self.child.id()).expect("pid fits");
+        let ended = std::time::Instant::now();
+        while live_members(group) > 0 {
+            if ended.elapsed() > std::time::Duration::from_secs(10) {
+                self.signal(libc::SIGKILL);
+                panic!("processes of the run were still alive 10 s after it ended");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let [stdout, stderr] = self.logs.map(|path| std::fs::read(path).expect("log"));
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// Runs `fuzzer` with `args` like [`run`], killing it (and failing) after `limit`.
+pub fn run_bounded(fuzzer: &Path, args: &[&str], limit: std::time::Duration) -> Output {
+    Group::start(fuzzer, args).wait(limit)
+}
+
+/// A TCP port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// How many processes of process group `group` are alive (zombies waiting for a reaper
+/// excluded).
+pub fn live_members(group: i32) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // After the command name in parentheses: state, ppid, pgrp.
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2] == group.to_string()
+        })
+        .count()
+}

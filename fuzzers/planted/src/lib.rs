@@ -6,6 +6,10 @@
 //! - `B\x00\xff`: a tag `B`, any byte, then `0xff` → index out of bounds in `tagged`;
 //! - `+\x01\xff`: a `+` record whose two bytes overflow a `u8` sum → overflow in `sum`.
 //!
+//!
+//! One more branch is a label no fuzzer finds by itself: `sesame!!` opens it, because its hash
+//! (not its bytes) is compared. Tests give it as a seed and watch it travel to other runs.
+//!
 //! The code lives in a library so that the benchmark can run the very same code under libFuzzer.
 
 /// Runs all three checks on `data`.
@@ -13,6 +17,32 @@ pub fn run(data: &[u8]) {
     magic(data);
     tagged(data);
     std::hint::black_box(sum(data));
+    sealed(data);
+}
+
+/// FNV-1a, 64 bits.
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash = (hash ^ bytes[i] as u64).wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// Covers one more edge when the first eight bytes hash like `sesame!!`. Comparing hashes hides
+/// the bytes from input-to-state mutations, so only an input that already has them gets in.
+fn sealed(data: &[u8]) {
+    const SESAME: u64 = fnv1a(b"sesame!!");
+    if data.len() >= 8 && fnv1a(&data[..8]) == std::hint::black_box(SESAME) {
+        opened();
+    }
+}
+
+#[inline(never)]
+fn opened() {
+    std::hint::black_box(());
 }
 
 /// Panics on the word `FUZZ`, read one byte at a time as a parser would.
