@@ -137,6 +137,9 @@ pub(crate) fn fuzz_on_cores(
                 count,
             };
             let result = run_client(config, target, out, start, restored, &mut manager, client);
+            if result.is_err() {
+                crate::interrupt::mark_failed();
+            }
             // Even after an error: a supervisor not told the run is over restarts its client.
             manager.send_exiting()?;
             finished = Some(result);
@@ -189,6 +192,7 @@ pub(crate) fn fuzz_on_cores(
         return Err(LabelfuzzError::Broker(e.to_string()));
     }
     match launched {
+        Ok(()) if crate::interrupt::failed() => Err(LabelfuzzError::FuzzerFailed),
         // The launching process: the broker has seen every client finish.
         Ok(()) => Ok(Outcome {
             summary: Summary::read(out)?,

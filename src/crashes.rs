@@ -15,6 +15,34 @@ use crate::labels::Label;
 use crate::order::is_simpler;
 use crate::output::OutputDir;
 
+/// The error for a reproducer that could not be written to `OUT/` (a full disk, a read-only
+/// directory): the crash is kept elsewhere — a copy in the temporary directory, and its bytes in
+/// the message when they are few — so that it is not lost.
+fn not_saved(error: LabelfuzzError, info: &CrashInfo, file: &str, bytes: &[u8]) -> LabelfuzzError {
+    /// Inputs up to this long are shown in the message.
+    const SHOWN: usize = 256;
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let copy = std::env::temp_dir().join(format!("labelfuzz-{}-{name}", std::process::id()));
+    let kept = match std::fs::write(&copy, bytes) {
+        Ok(()) => format!("a copy is in {}", copy.display()),
+        Err(e) => format!("no copy either ({}: {e})", copy.display()),
+    };
+    let shown = if bytes.len() <= SHOWN {
+        let escaped: String = bytes
+            .iter()
+            .flat_map(|b| std::ascii::escape_default(*b))
+            .map(char::from)
+            .collect();
+        format!("; its {} bytes are \"{escaped}\"", bytes.len())
+    } else {
+        String::new()
+    };
+    LabelfuzzError::CrashNotSaved(format!(
+        "{error}: the crash ({} {}) is not saved in the output directory; {kept}{shown}",
+        info.kind, info.location
+    ))
+}
+
 /// The best reproducer of one crash label.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CrashRecord {
@@ -72,7 +100,9 @@ impl CrashTable {
             info.file_prefix(),
             label.raw() & !(1 << 63)
         );
-        out.write_reproducer(Path::new(&file), bytes)?;
+        if let Err(error) = out.write_reproducer(Path::new(&file), bytes) {
+            return Err(not_saved(error, info, &file, bytes));
+        }
         let new = !self.records.contains_key(&label);
         let record = self.records.entry(label).or_insert_with(|| CrashRecord {
             label,

@@ -221,6 +221,9 @@ fn fuzz_in_one_process(
             Ok(launched) => launched,
             // We are the supervising parent and the fuzzing child has finished.
             Err(Error::ShuttingDown) => {
+                if crate::interrupt::failed() {
+                    return Err(LabelfuzzError::FuzzerFailed);
+                }
                 let summary = Summary::read(out)?;
                 return Ok(Outcome {
                     summary,
@@ -239,6 +242,9 @@ fn fuzz_in_one_process(
         &mut manager,
         Client::ALONE,
     );
+    if result.is_err() {
+        crate::interrupt::mark_failed();
+    }
     // Also after an error: a supervisor not told the run is over restarts it.
     manager.send_exiting()?;
     let summary = result?;

@@ -20,6 +20,11 @@ pub enum LabelfuzzError {
     Usage(String),
     /// The target reports no SanitizerCoverage edges: it was built without instrumentation.
     NotInstrumented,
+    /// A crash reproducer could not be written to the output directory; the message says where
+    /// the crash is kept instead.
+    CrashNotSaved(String),
+    /// A fuzzing process stopped on an error, which it reported itself.
+    FuzzerFailed,
     /// The multi-core broker or its link to a remote broker failed.
     Broker(String),
     /// LibAFL reported an error.
@@ -51,7 +56,13 @@ impl fmt::Display for LabelfuzzError {
                 "the target has no SanitizerCoverage edges: build it with `cargo make fuzz-target` \
                  (Rust) or `labelfuzz-cc` (C/C++) so that labelfuzz can see its coverage",
             ),
+            LabelfuzzError::CrashNotSaved(msg) => f.write_str(msg),
+            LabelfuzzError::FuzzerFailed => {
+                f.write_str("the fuzzing process stopped on the error above")
+            }
             LabelfuzzError::Broker(msg) => write!(f, "broker: {msg}"),
+            // Our own errors that travelled through LibAFL's stages and feedbacks.
+            LabelfuzzError::Libafl(libafl::Error::IllegalState(msg, _)) => f.write_str(msg),
             LabelfuzzError::Libafl(e) => write!(f, "LibAFL: {e}"),
         }
     }

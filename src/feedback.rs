@@ -172,7 +172,7 @@ where
         state
             .metadata_mut::<CrashTable>()?
             .record(&self.out, info, &key, &bytes, secs, execs)
-            .map_err(|e| Error::os_error(std::io::Error::other(e.to_string()), "saving a crash"))?;
+            .map_err(|e| Error::illegal_state(e.to_string()))?;
         Ok(true)
     }
 }

@@ -6,6 +6,9 @@
 //! the parent (what `kill PID`, `timeout` and service managers do) reaches the child, and Ctrl-C
 //! (sent to both; LibAFL's parent ignores it) is seen by the child directly. A second signal
 //! ends the child at once with LibAFL's Ctrl-C exit code, which the parent treats as shutdown.
+//!
+//! The same page says whether a fuzzing process stopped on an error, so that its supervisor
+//! (and the launching process of a multi-core run) ends with a failure status too.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -73,6 +76,27 @@ pub fn install_in_fuzzer() {
     }
     set_handler(libc::SIGINT);
     set_handler(libc::SIGTERM);
+}
+
+/// A flag in the shared page after the stop flag: set when a fuzzing process stopped on an error.
+fn failed_flag() -> Option<&'static AtomicBool> {
+    let stop = STOP.load(Ordering::Relaxed);
+    // SAFETY: the page is one mapped, zeroed page that lives as long as the process; the byte
+    // after the stop flag is within it and a valid `AtomicBool`.
+    (!stop.is_null()).then(|| unsafe { &*stop.add(1) })
+}
+
+/// Records that this run's fuzzing process stopped on an error (it prints the error itself).
+pub fn mark_failed() {
+    if let Some(flag) = failed_flag() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Whether a fuzzing process of this run stopped on an error.
+#[must_use]
+pub fn failed() -> bool {
+    failed_flag().is_some_and(|flag| flag.load(Ordering::SeqCst))
 }
 
 /// Whether a stop was requested.

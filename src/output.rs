@@ -32,15 +32,8 @@ impl std::fmt::Debug for Rendering {
 /// warning (it could not be shrunk below the limit anyway), as is an unreadable one; an
 /// unreadable directory is an error.
 pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
-    let entries = fs::read_dir(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            p.is_file() && !name.starts_with('.') && !name.ends_with(".rendered")
-        })
-        .collect();
+    let mut paths = Vec::new();
+    list_files(dir, &mut paths)?;
     paths.sort();
     let mut inputs = Vec::with_capacity(paths.len());
     for path in paths {
@@ -55,6 +48,44 @@ pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, Labelfuzz
         }
     }
     Ok(inputs)
+}
+
+/// The input files under `dir`, subdirectories included (as libFuzzer reads a corpus); hidden
+/// files and grammar renderings are not inputs. What cannot be listed or read is named in a
+/// warning and skipped; only an unreadable `dir` itself is an error.
+fn list_files(dir: &Path, paths: &mut Vec<PathBuf>) -> Result<(), LabelfuzzError> {
+    let entries = fs::read_dir(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                eprintln!("labelfuzz: warning: cannot list {}: {e}", dir.display());
+                continue;
+            }
+        };
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name.ends_with(".rendered") {
+            continue;
+        }
+        // Follows symbolic links, as reading the file would.
+        match fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => paths.push(path),
+            Ok(meta) if meta.is_dir() => {
+                if let Err(e) = list_files(&path, paths) {
+                    eprintln!("labelfuzz: warning: skipping {e}");
+                }
+            }
+            // A FIFO or a device would block or never end.
+            Ok(_) => eprintln!(
+                "labelfuzz: warning: skipping {}: not a regular file",
+                path.display()
+            ),
+            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
+        }
+    }
+    Ok(())
 }
 
 /// The inputs an earlier run left in the output directory.

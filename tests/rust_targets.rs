@@ -113,6 +113,9 @@ fn bad_flags_get_a_clear_message_and_status_two() {
             "unknown libFuzzer flag `-frobnicate`",
         ),
         (vec!["--runs", "ten"], "--runs"),
+        (vec!["--max-len", "0"], "--max-len"),
+        (vec!["--cores", "9-3"], "`9-3` runs backwards"),
+        (vec!["-jobs=0"], "-jobs=0"),
     ] {
         let mut all = vec!["-o", out.to_str().unwrap()];
         all.extend(args.iter().copied());
@@ -279,4 +282,164 @@ fn a_run_killed_with_sigkill_resumes_with_every_crash_and_its_corpus() {
         labels >= corpus_before,
         "the table is rebuilt from the corpus: {labels} labels, {corpus_before} inputs"
     );
+}
+
+#[test]
+fn unusual_corpus_files_are_named_in_warnings_and_the_rest_is_read() {
+    use std::os::unix::ffi::OsStrExt;
+    let fuzzer = build_fuzzer("planted");
+    let dir = scratch("odd-corpus");
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(seeds.join("nested")).unwrap();
+    // A name that is not UTF-8, an empty file, an input in a subdirectory (read, as libFuzzer
+    // does), one over --max-len, a dangling link and a FIFO (which would block a reader).
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    std::fs::write(seeds.join(latin1), b"B\x00\xff").unwrap();
+    std::fs::write(seeds.join("empty"), b"").unwrap();
+    std::fs::write(seeds.join("nested/magic"), b"FUZZ").unwrap();
+    std::fs::write(seeds.join("huge"), vec![b'+'; 5000]).unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), seeds.join("dangling")).unwrap();
+    let fifo = std::ffi::CString::new(seeds.join("fifo").as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+
+    let out = dir.join("out");
+    let result = common::run_bounded(
+        &fuzzer,
+        &[
+            "--runs",
+            "50",
+            "--max-len",
+            "4096",
+            "-o",
+            out.to_str().unwrap(),
+            seeds.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for needle in [
+        "huge (5000 bytes > --max-len 4096)",
+        "cannot read",
+        "dangling",
+        "fifo: not a regular file",
+    ] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    // 50 runs are far too few to find these two crashes: they came from the seeds.
+    let by_input = common::crashes_by_input(&out);
+    assert!(by_input.contains_key(b"FUZZ".as_slice()), "{by_input:?}");
+    assert!(
+        by_input.contains_key(b"B\x00\xff".as_slice()),
+        "{by_input:?}"
+    );
+}
+
+/// A small tmpfs that tests can fill or make read-only; unmounted when dropped. None where
+/// mounting is not allowed (not root).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("cannot mount a tmpfs here (not root?): this part is not checked");
+        }
+        mounted.then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    fn remount(&self, options: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{options}")])
+            .arg(&self.0)
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "remount {options}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_keeps_the_crash_elsewhere_and_stops_with_a_clear_error() {
+    let fuzzer = build_fuzzer("planted");
+    let dir = scratch("full-disk");
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    std::fs::write(seeds.join("magic"), b"FUZZ").unwrap();
+    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "size=64k") else {
+        return;
+    };
+    // Fill it: the output directory can be created, but no byte can be written.
+    let filler = std::fs::File::create(disk.0.join("filler")).unwrap();
+    let _ = std::io::Write::write_all(&mut &filler, &vec![0u8; 1 << 20]);
+    let out = disk.0.join("out");
+    let result = common::run_bounded(
+        &fuzzer,
+        &[
+            "--runs",
+            "100",
+            "-o",
+            out.to_str().unwrap(),
+            seeds.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(stderr.contains(r#"its 4 bytes are "FUZZ""#), "{stderr}");
+    let copy = stderr
+        .split("a copy is in ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no copy named: {stderr}"));
+    assert_eq!(std::fs::read(copy).expect("the copy exists"), b"FUZZ");
+    let _ = std::fs::remove_file(copy);
+}
+
+#[test]
+fn a_read_only_output_directory_is_refused_before_fuzzing_and_left_as_it_was() {
+    let fuzzer = build_fuzzer("planted");
+    let dir = scratch("read-only");
+    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "size=1m") else {
+        return;
+    };
+    let out = disk.0.join("out");
+    let first = common::run_bounded(
+        &fuzzer,
+        &["--max-time", "3", "-o", out.to_str().unwrap()],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(first.status.code(), Some(1));
+    let before = common::crashes_by_input(&out);
+    assert_eq!(before.len(), 3, "{before:?}");
+    disk.remount("ro");
+    let result = common::run_bounded(
+        &fuzzer,
+        &["--max-time", "3", "-o", out.to_str().unwrap()],
+        std::time::Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Read-only file system") && stderr.contains(out.to_str().unwrap()),
+        "{stderr}"
+    );
+    assert_eq!(common::crashes_by_input(&out), before);
 }
