@@ -60,6 +60,34 @@ fn two_crashes_raising_the_same_signal_are_two_labels() {
 }
 
 #[test]
+fn aborts_stack_overflows_hangs_memory_blowups_and_exits_in_c_are_labels() {
+    let dir = scratch("c-faults");
+    let fuzzer = build_planted(&dir, "faults.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(
+        &fuzzer,
+        &out,
+        "300000",
+        "5",
+        &["--timeout", "400", "--rss-limit-mb", "256"],
+    );
+    let crashes = crashes_by_input(&out);
+    let expect = |input: &[u8], kind: &str, site_start: &str| {
+        let (k, site) = crashes
+            .get(input)
+            .unwrap_or_else(|| panic!("no reproducer {input:?} in {crashes:?}"));
+        assert_eq!(k, kind, "{site}");
+        assert!(site.starts_with(site_start), "{site}");
+    };
+    expect(b"A!", "signal", "SIGABRT at exe+");
+    expect(b"S!", "stack-overflow", "stack overflow in exe+");
+    expect(b"L!", "timeout", "");
+    expect(b"M!", "oom", "");
+    expect(b"X!", "exit", "");
+    assert_eq!(crashes.len(), 5, "one label per bug: {crashes:?}");
+}
+
+#[test]
 fn address_sanitizer_reports_are_labels_named_by_bug_type() {
     let dir = scratch("c-heap");
     let fuzzer = build_planted(&dir, "heap.c", &["-fsanitize=fuzzer,address"]);
