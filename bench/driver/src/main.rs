@@ -9,7 +9,12 @@
 //! Edges are counted the same way for every fuzzer: each final corpus is replayed through the
 //! labelfuzz build of the target (`--replay`), so the instrumentation is identical.
 //!
-//! Environment: `BENCH_SECS` (default 60) per run, `BENCH_EMPTY_SECS` (default 10) for `empty`.
+//! A last table runs `json` on 1 and 2 cores, labelfuzz against libFuzzer's `-fork=N`.
+//!
+//! Environment: `BENCH_SECS` (default 60) per run, `BENCH_EMPTY_SECS` (default 10) for `empty`,
+//! `BENCH_SCALING_SECS` (default 30) for the scaling runs, `BENCH_ONLY` (default all) a
+//! comma-separated choice of `empty`, `planted`, `json`, `c`, `scaling`. `BENCH_ONLY=soak`
+//! (`cargo make soak`) runs only the 30-minute soak instead.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -190,6 +195,7 @@ fn run_libfuzzer(
     secs: u64,
     keep_going: bool,
     seeds: &[PathBuf],
+    extra: &[&str],
 ) -> LibfuzzerRun {
     let corpus = fresh_dir(&work.join("corpus"));
     let artifacts = fresh_dir(&work.join("artifacts"));
@@ -205,6 +211,7 @@ fn run_libfuzzer(
     if keep_going {
         cmd.args(["-fork=1", "-ignore_crashes=1"]);
     }
+    cmd.args(extra);
     let out = cmd.output().expect("libFuzzer runs");
     let wall = started.elapsed().map_or(1.0, |d| d.as_secs_f64().max(1e-3));
     let log = String::from_utf8_lossy(&out.stderr);
@@ -366,6 +373,59 @@ fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
     t
 }
 
+/// Throughput on 1 and 2 cores, labelfuzz (Launcher/LLMP clients) and libFuzzer (`-fork=N`)
+/// on the JSON target; returns the table.
+fn scaling(lf_json: &Path, lib_json: &Path, work: &Path) -> String {
+    let secs = env_secs("BENCH_SCALING_SECS", 30);
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Scaling on `json`, {secs} s per run, default mix: executions per second over all \
+         processes, and edges of the final corpus (replayed through the labelfuzz build).\n"
+    );
+    let _ = writeln!(
+        t,
+        "| fuzzer | processes | exec/s | speed-up | edges | corpus entries | imported |"
+    );
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|");
+    let mut one_core = [0.0_f64; 2];
+    for cores in [1_usize, 2] {
+        eprintln!("bench: scaling, labelfuzz on {cores} core(s)");
+        let out = fresh_dir(&work.join(format!("scaling-labelfuzz-{cores}")));
+        let spec = format!("0-{}", cores - 1);
+        let summary = run_labelfuzz(lf_json, &out, secs, &["--cores", &spec], &[]);
+        let execs = summary["execs_per_sec"].as_f64().unwrap_or(0.0);
+        if cores == 1 {
+            one_core[0] = execs;
+        }
+        let edges = replay_edges(lf_json, &out.join("corpus"), &work.join("replay"));
+        let _ = writeln!(
+            t,
+            "| labelfuzz | {cores} | {execs:.0} | {:.2}x | {edges} | {} | {} |",
+            execs / one_core[0].max(1.0),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+            summary["imported"].as_u64().unwrap_or(0),
+        );
+
+        eprintln!("bench: scaling, libFuzzer -fork={cores}");
+        let dir = fresh_dir(&work.join(format!("scaling-libfuzzer-{cores}")));
+        let fork = format!("-fork={cores}");
+        let run = run_libfuzzer(lib_json, &dir, secs, false, &[], &[&fork]);
+        if cores == 1 {
+            one_core[1] = run.execs_per_sec;
+        }
+        let edges = replay_edges(lf_json, &dir.join("corpus"), &work.join("replay"));
+        let _ = writeln!(
+            t,
+            "| libFuzzer -fork={cores} | {cores} | {:.0} | {:.2}x | {edges} | {} | |",
+            run.execs_per_sec,
+            run.execs_per_sec / one_core[1].max(1.0),
+            run.corpus_entries,
+        );
+    }
+    t
+}
+
 fn main() {
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
@@ -380,6 +440,14 @@ fn main() {
         ("labelfuzz default (+havoc 16 +cmplog 16)", &[]),
     ];
     let work = fresh_dir(&root().join("target/bench"));
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
+    if only.split(',').any(|s| s.trim() == "soak") {
+        let text = soak(&work);
+        println!("{text}");
+        std::fs::write(work.join("soak.md"), &text).expect("soak.md");
+        return;
+    }
 
     eprintln!("bench: building labelfuzz fuzzers");
     let lf_empty = build_labelfuzz("empty", None);
@@ -389,28 +457,14 @@ fn main() {
     let lib = build_libfuzzer();
 
     let mut rows = Vec::new();
-    eprintln!("bench: empty");
-    for (i, (name, mix)) in configs.iter().enumerate() {
-        let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
-        let summary = run_labelfuzz(&lf_empty, &out, empty_secs, mix, &[]);
-        rows.push(labelfuzz_row("empty", name, &summary, &out));
+    if wanted("empty") {
+        bench_empty(&lf_empty, &lib, &work, &configs, empty_secs, &mut rows);
     }
-    let run = run_libfuzzer(
-        &lib.join("empty"),
-        &fresh_dir(&work.join("empty-libfuzzer")),
-        empty_secs,
-        false,
-        &[],
-    );
-    let edges = replay_edges(
-        &lf_empty,
-        &work.join("empty-libfuzzer/corpus"),
-        &work.join("replay"),
-    );
-    rows.push(libfuzzer_row("empty", &run, edges));
-
     for (target, lf_bin, keep_going) in [("planted", &lf_planted, true), ("json", &lf_json, false)]
     {
+        if !wanted(target) {
+            continue;
+        }
         for (i, (name, mix)) in configs.iter().enumerate() {
             eprintln!("bench: {target} {name}");
             let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
@@ -419,11 +473,172 @@ fn main() {
         }
         eprintln!("bench: {target} libFuzzer");
         let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
-        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going, &[]);
+        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going, &[], &[]);
         let edges = replay_edges(lf_bin, &dir.join("corpus"), &work.join("replay"));
         rows.push(libfuzzer_row(target, &run, edges));
     }
+    if wanted("c") {
+        bench_c_libraries(&work, &configs, secs, &mut rows);
+    }
+    let scaling = if wanted("scaling") {
+        scaling(&lf_json, &lib.join("json"), &work)
+    } else {
+        String::new()
+    };
 
+    let mut text = table(&rows, secs, empty_secs);
+    text.push('\n');
+    text.push_str(&scaling);
+    println!("{text}");
+    let path = work.join("results.md");
+    std::fs::write(&path, &text).expect("results.md");
+    eprintln!("bench: table written to {}", path.display());
+}
+
+/// Resident memory of the processes in process group `group`: (sum, largest, count), in MiB.
+fn group_rss(group: u32) -> (u64, u64, usize) {
+    let page_kib = 4;
+    let (mut total, mut largest, mut count) = (0, 0, 0);
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if fields.len() < 3 || fields[0] == "Z" || fields[2] != group.to_string() {
+            continue;
+        }
+        let resident_pages: u64 = std::fs::read_to_string(entry.path().join("statm"))
+            .ok()
+            .and_then(|m| m.split(' ').nth(1).and_then(|v| v.parse().ok()))
+            .unwrap_or(0);
+        let mib = resident_pages * page_kib / 1024;
+        total += mib;
+        largest = largest.max(mib);
+        count += 1;
+    }
+    (total, largest, count)
+}
+
+/// The soak run (`cargo make soak`): SQLite in grammar mode on both cores for
+/// `BENCH_SOAK_SECS` (default 1800), memory sampled every `BENCH_SOAK_EVERY` seconds (60).
+fn soak(work: &Path) -> String {
+    use std::os::unix::process::CommandExt;
+    let secs = env_secs("BENCH_SOAK_SECS", 1800);
+    let every = env_secs("BENCH_SOAK_EVERY", 60).max(1);
+    let fuzzer = build_native("sqlite", false);
+    let out = fresh_dir(&work.join("soak"));
+    let mut child = Command::new(&fuzzer)
+        .args([
+            "-q",
+            "--seed",
+            "1",
+            "--cores",
+            "0-1",
+            "--max-time",
+            &secs.to_string(),
+        ])
+        .arg("--grammar")
+        .arg(root().join("fuzzers/sql/grammar.json"))
+        .arg("-o")
+        .arg(&out)
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("the soak fuzzer starts");
+    let group = child.id();
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Soak: SQLite (grammar mode) on 2 cores for {secs} s; resident memory of all of the \
+         run's processes, sampled every {every} s.\n"
+    );
+    let _ = writeln!(
+        t,
+        "| minute | processes | RSS total MiB | largest process MiB | executions | labels | corpus | crashes |"
+    );
+    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let started = std::time::Instant::now();
+    let mut next = every;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        if started.elapsed().as_secs() < next {
+            continue;
+        }
+        next += every;
+        let (total, largest, count) = group_rss(group);
+        let summary = std::fs::read(out.join("summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .unwrap_or(Value::Null);
+        let line = format!(
+            "| {:.0} | {count} | {total} | {largest} | {} | {} | {} | {} |",
+            started.elapsed().as_secs_f64() / 60.0,
+            summary["executions"].as_u64().unwrap_or(0),
+            summary["labels"].as_u64().unwrap_or(0),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+            summary["crashes"].as_array().map_or(0, Vec::len),
+        );
+        eprintln!("soak: {line}");
+        let _ = writeln!(t, "{line}");
+    }
+    let summary = read_summary(&out);
+    let _ = writeln!(
+        t,
+        "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
+         {} MiB per client (summary.json), {} crash labels.",
+        summary["executions"].as_u64().unwrap_or(0),
+        summary["execs_per_sec"].as_f64().unwrap_or(0.0),
+        summary["labels"].as_u64().unwrap_or(0),
+        summary["edges"].as_u64().unwrap_or(0),
+        summary["corpus"]["entries"].as_u64().unwrap_or(0),
+        summary["peak_rss_mb"].as_u64().unwrap_or(0),
+        summary["crashes"].as_array().map_or(0, Vec::len),
+    );
+    t
+}
+
+/// The mixes of mutators compared: a name and the flags that select it.
+type Mixes<'a> = [(&'a str, &'a [&'a str]); 3];
+
+/// `empty`: each fuzzer's own overhead per execution.
+fn bench_empty(
+    lf_empty: &Path,
+    lib: &Path,
+    work: &Path,
+    configs: &Mixes<'_>,
+    empty_secs: u64,
+    rows: &mut Vec<Row>,
+) {
+    eprintln!("bench: empty");
+    for (i, (name, mix)) in configs.iter().enumerate() {
+        let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
+        let summary = run_labelfuzz(lf_empty, &out, empty_secs, mix, &[]);
+        rows.push(labelfuzz_row("empty", name, &summary, &out));
+    }
+    let run = run_libfuzzer(
+        &lib.join("empty"),
+        &fresh_dir(&work.join("empty-libfuzzer")),
+        empty_secs,
+        false,
+        &[],
+        &[],
+    );
+    let edges = replay_edges(
+        lf_empty,
+        &work.join("empty-libfuzzer/corpus"),
+        &work.join("replay"),
+    );
+    rows.push(libfuzzer_row("empty", &run, edges));
+}
+
+/// C libraries built from registry sources: labelfuzz-cc against clang -fsanitize=fuzzer.
+fn bench_c_libraries(work: &Path, configs: &Mixes<'_>, secs: u64, rows: &mut Vec<Row>) {
     // C libraries built from registry sources: labelfuzz-cc vs clang -fsanitize=fuzzer, with
     // and without CmpLog. Seeds where the target ships them (the labelfuzz build writes them).
     for (target, with_seeds) in [("zlib", false), ("sqlite", false), ("lcms", true)] {
@@ -443,16 +658,10 @@ fn main() {
         }
         eprintln!("bench: {target} libFuzzer");
         let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
-        let run = run_libfuzzer(&lib_bin, &dir, secs, false, &seeds);
+        let run = run_libfuzzer(&lib_bin, &dir, secs, false, &seeds, &[]);
         let edges = replay_edges(&lf_bin, &dir.join("corpus"), &work.join("replay"));
         rows.push(libfuzzer_row(target, &run, edges));
     }
-
-    let text = table(&rows, secs, empty_secs);
-    println!("{text}");
-    let path = work.join("results.md");
-    std::fs::write(&path, &text).expect("results.md");
-    eprintln!("bench: table written to {}", path.display());
 }
 
 #[cfg(test)]
