@@ -37,10 +37,13 @@ where
 {
     fn on_add(&mut self, state: &mut S, id: CorpusId) -> Result<(), Error> {
         let (key, labels) = {
-            let testcase = state.corpus().get(id)?.borrow();
+            let mut testcase = state.corpus().get(id)?.borrow_mut();
+            // Taken, not copied: the table is the only place labels are needed from now on, and
+            // an input of a large target can show thousands.
             let labels = testcase
-                .metadata::<InputLabels>()
-                .map(|l| l.0.clone())
+                .metadata_map_mut()
+                .remove::<InputLabels>()
+                .map(|l| l.0)
                 .unwrap_or_default();
             let input = testcase
                 .input()

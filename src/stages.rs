@@ -487,6 +487,49 @@ where
     }
 }
 
+/// The most comparison operands kept per corpus entry. A parser such as SQLite's logs tens of
+/// thousands of comparisons per run, mostly the same ones again; kept whole they cost over a
+/// megabyte per entry, gigabytes for a corpus.
+pub const MAX_TRACED_OPERANDS: usize = 256;
+
+/// The first `cap` distinct entries of `logged`, without comparisons whose two sides are equal
+/// already (replacing one by the other changes nothing).
+#[must_use]
+pub fn distinct_operands(
+    logged: Vec<libafl::observers::CmpValues>,
+    cap: usize,
+) -> Vec<libafl::observers::CmpValues> {
+    use libafl::observers::CmpValues;
+    use libafl_bolts::ToSlice;
+    let mut seen = std::collections::HashSet::new();
+    let mut kept = Vec::new();
+    for value in logged {
+        if kept.len() == cap {
+            break;
+        }
+        let key: (u8, u64, u64, Vec<u8>) = match &value {
+            CmpValues::U8((a, b, _)) => (1, u64::from(*a), u64::from(*b), Vec::new()),
+            CmpValues::U16((a, b, _)) => (2, u64::from(*a), u64::from(*b), Vec::new()),
+            CmpValues::U32((a, b, _)) => (4, u64::from(*a), u64::from(*b), Vec::new()),
+            CmpValues::U64((a, b, _)) => (8, *a, *b, Vec::new()),
+            CmpValues::Bytes((a, b)) => {
+                let (a, b) = (a.to_slice(), b.to_slice());
+                let mut both = a.to_vec();
+                both.extend_from_slice(b);
+                (0, a.len() as u64, b.len() as u64, both)
+            }
+        };
+        let same_sides = match &value {
+            CmpValues::Bytes((a, b)) => *a.to_slice() == *b.to_slice(),
+            _ => key.1 == key.2,
+        };
+        if !same_sides && seen.insert(key) {
+            kept.push(value);
+        }
+    }
+    kept
+}
+
 /// The comparison operands logged when a corpus entry ran with CmpLog on.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TracedComparisons(pub Vec<libafl::observers::CmpValues>);
@@ -559,7 +602,7 @@ where
                 self.observer.post_exec(state, &self.traced, &exit_kind)?;
                 let logged = std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list);
                 if exit_kind == ExitKind::Ok {
-                    logged
+                    distinct_operands(logged, MAX_TRACED_OPERANDS)
                 } else {
                     Vec::new()
                 }
@@ -696,3 +739,47 @@ impl<S: RunState + HasCurrentTestcase<BytesInput> + HasRand> FuzzState for S {}
 pub trait ObservedExecutor: HasObservers<Observers: MatchName> {}
 
 impl<E: HasObservers<Observers: MatchName>> ObservedExecutor for E {}
+
+#[cfg(test)]
+mod tests {
+    use libafl::observers::{CmpValues, CmplogBytes};
+
+    use super::*;
+
+    fn bytes(text: &[u8]) -> CmplogBytes {
+        let mut buf = [0; 32];
+        buf[..text.len()].copy_from_slice(text);
+        CmplogBytes::from_buf_and_len(buf, u8::try_from(text.len()).unwrap())
+    }
+
+    #[test]
+    fn traced_operands_are_distinct_useful_and_capped() {
+        let logged = vec![
+            CmpValues::U32((7, 9, false)),
+            CmpValues::U32((7, 9, true)),
+            CmpValues::U64((7, 9, false)),
+            CmpValues::U8((5, 5, false)),
+            CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            CmpValues::Bytes((bytes(b"same"), bytes(b"same"))),
+        ];
+        let kept = distinct_operands(logged.clone(), 10);
+        assert_eq!(
+            kept,
+            vec![
+                CmpValues::U32((7, 9, false)),
+                CmpValues::U64((7, 9, false)),
+                CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            ],
+            "the same pair of the same width once; equal sides never"
+        );
+        assert_eq!(distinct_operands(logged, 2).len(), 2);
+        let many = (0..10_000u32)
+            .map(|i| CmpValues::U32((i, i + 1, false)))
+            .collect();
+        assert_eq!(
+            distinct_operands(many, MAX_TRACED_OPERANDS).len(),
+            MAX_TRACED_OPERANDS
+        );
+    }
+}
