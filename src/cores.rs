@@ -20,7 +20,7 @@ use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
 use libafl::Error;
 use libafl_bolts::core_affinity::Cores;
-use libafl_bolts::llmp::{Broker, LlmpBroker};
+use libafl_bolts::llmp::{Broker, Listener, LlmpBroker};
 use libafl_bolts::shmem::{ShMemProvider, StdShMem, StdShMemProvider};
 use libafl_bolts::tuples::tuple_list;
 
@@ -45,13 +45,9 @@ fn free_port() -> Result<u16, LabelfuzzError> {
 /// count). The launching process's children are the clients' supervisors, and a supervisor
 /// exits once its client has finished (or was killed).
 fn has_live_children() -> bool {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        // Without /proc we cannot tell; LLMP's own count then decides alone.
-        return true;
-    };
-    entries.flatten().any(|entry| {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+    let me = std::process::id();
+    let is_live = |pid: &str| {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return false;
         };
         // After the command name in parentheses: state, then the parent's pid.
@@ -60,8 +56,28 @@ fn has_live_children() -> bool {
             .map_or("", |(_, rest)| rest)
             .split(' ');
         let (state, parent) = (fields.next(), fields.next());
-        parent == Some(me.as_str()) && state != Some("Z")
-    })
+        parent == Some(me.to_string().as_str()) && state != Some("Z")
+    };
+    // Linux lists each thread's children.
+    if let Ok(threads) = std::fs::read_dir(format!("/proc/{me}/task")) {
+        let listed: Vec<String> = threads
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .collect();
+        if !listed.is_empty() {
+            return listed
+                .iter()
+                .flat_map(|children| children.split_whitespace())
+                .any(is_live);
+        }
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // Without /proc we cannot tell; LLMP's own count then decides alone.
+        return true;
+    };
+    entries
+        .flatten()
+        .any(|entry| is_live(&entry.file_name().to_string_lossy()))
 }
 
 /// How often the broker looks for finished clients.
@@ -71,13 +87,22 @@ const CHILD_CHECK_EVERY: Duration = Duration::from_millis(100);
 fn run_broker(
     provider: &StdShMemProvider,
     port: u16,
+    public: bool,
     remote: Option<&RemoteBroker>,
     count: usize,
 ) -> Result<(), Error> {
     let hooks = tuple_list!(StdLlmpEventHook::<BytesInput, NopMonitor>::new(
         NopMonitor::new()
     )?);
-    let mut broker = LlmpBroker::create_attach_to_tcp(provider.clone(), hooks, port)?;
+    // Reachable from other machines only when the user chose the port (other runs link to it);
+    // LLMP has no authentication, so a port picked for us stays on loopback.
+    let address = if public { "0.0.0.0" } else { "127.0.0.1" };
+    let listener = TcpListener::bind((address, port))
+        .map_err(|e| Error::illegal_state(format!("cannot listen on {address}:{port}: {e}")))?;
+    let mut broker = LlmpBroker::new(provider.clone(), hooks)?;
+    broker
+        .inner_mut()
+        .launch_listener(Listener::Tcp(listener))?;
     if let Some(remote) = remote {
         crate::link::connect(&remote.0, port)?;
     }
@@ -141,7 +166,10 @@ pub(crate) fn fuzz_on_cores(
                 crate::interrupt::mark_failed();
             }
             // Even after an error: a supervisor not told the run is over restarts its client.
-            manager.send_exiting()?;
+            let exited = manager.send_exiting();
+            if result.is_ok() {
+                exited?;
+            }
             finished = Some(result);
             Ok(())
         };
@@ -153,8 +181,11 @@ pub(crate) fn fuzz_on_cores(
     // (LLMP's count of connected clients includes the link, which never leaves).
     let spawn = |_: &_, description: Option<ClientDescription>, _: Option<NopMonitor>| {
         let Some(client_description) = description else {
-            if let Err(e) = run_broker(&provider, broker_port, config.remote_broker.as_ref(), count)
-            {
+            let public = config.broker_port.is_some();
+            let linked = config.remote_broker.as_ref();
+            if let Err(e) = run_broker(&provider, broker_port, public, linked, count) {
+                // The clients would go on without a broker: stop them.
+                crate::interrupt::request_stop_all();
                 broker_failure = Some(e);
             }
             return Err(Error::shutting_down());
@@ -193,11 +224,27 @@ pub(crate) fn fuzz_on_cores(
     }
     match launched {
         Ok(()) if crate::interrupt::failed() => Err(LabelfuzzError::FuzzerFailed),
-        // The launching process: the broker has seen every client finish.
-        Ok(()) => Ok(Outcome {
-            summary: Summary::read(out)?,
-            supervisor: true,
-        }),
+        // The launching process: every client has finished. Clients that stopped at the same
+        // moment may each have merged before the other's final summary was on disk: merge the
+        // final ones here.
+        Ok(()) => {
+            let parts: Vec<Summary> = (1..=count)
+                .filter_map(|i| {
+                    Summary::read_file(&out.root().join(format!("clients/{i}.json"))).ok()
+                })
+                .collect();
+            let summary = match Summary::merge(&parts) {
+                Some(merged) => {
+                    out.write_summary(&merged)?;
+                    merged
+                }
+                None => Summary::read(out)?,
+            };
+            Ok(Outcome {
+                summary,
+                supervisor: true,
+            })
+        }
         // A client's supervisor, after its client finished.
         Err(Error::ShuttingDown) => std::process::exit(0),
         Err(e) => Err(e.into()),
@@ -214,7 +261,13 @@ pub struct RemoteBroker(pub String);
 impl RemoteBroker {
     /// Fails with a clear message when nothing listens there, before any process is started.
     fn check_reachable(&self) -> Result<(), LabelfuzzError> {
-        std::net::TcpStream::connect(self.0.as_str())
+        let address = self
+            .0
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| LabelfuzzError::Broker(format!("cannot resolve {}", self.0)))?;
+        std::net::TcpStream::connect_timeout(&address, crate::link::CONNECT_TIMEOUT)
             .map(drop)
             .map_err(|e| {
                 LabelfuzzError::Broker(format!("cannot reach the remote broker {}: {e}", self.0))
@@ -340,8 +393,11 @@ mod tests {
         assert!(has_live_children());
         child.kill().expect("kill");
         // Killed but not yet reaped: a zombie is not alive.
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(!has_live_children());
+        let killed = std::time::Instant::now();
+        while has_live_children() {
+            assert!(killed.elapsed() < Duration::from_secs(5), "the child died");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         child.wait().expect("reaped");
     }
 }

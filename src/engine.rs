@@ -246,8 +246,9 @@ fn fuzz_in_one_process(
         crate::interrupt::mark_failed();
     }
     // Also after an error: a supervisor not told the run is over restarts it.
-    manager.send_exiting()?;
+    let exited = manager.send_exiting();
     let summary = result?;
+    exited?;
     Ok(Outcome {
         summary,
         supervisor: false,

@@ -169,10 +169,16 @@ where
             .saturating_sub(*state.start_time())
             .as_secs_f64();
         let execs = *state.executions();
-        state
+        let recorded = state
             .metadata_mut::<CrashTable>()?
-            .record(&self.out, info, &key, &bytes, secs, execs)
-            .map_err(|e| Error::illegal_state(e.to_string()))?;
+            .record(&self.out, info, &key, &bytes, secs, execs);
+        if let Err(e) = recorded {
+            // Not an error returned to LibAFL: after a signal this runs inside its crash handler,
+            // which cannot report one. Say where the crash is kept and stop the whole run.
+            eprintln!("labelfuzz: error: {e}");
+            crate::interrupt::mark_failed();
+            return Ok(false);
+        }
         Ok(true)
     }
 }

@@ -86,10 +86,20 @@ fn failed_flag() -> Option<&'static AtomicBool> {
     (!stop.is_null()).then(|| unsafe { &*stop.add(1) })
 }
 
-/// Records that this run's fuzzing process stopped on an error (it prints the error itself).
+/// Records that this run failed (whoever failed prints why) and stops every process of it.
 pub fn mark_failed() {
     if let Some(flag) = failed_flag() {
         flag.store(true, Ordering::SeqCst);
+    }
+    request_stop_all();
+}
+
+/// Asks every process of this run to stop, as Ctrl-C does.
+pub fn request_stop_all() {
+    let flag = STOP.load(Ordering::Relaxed);
+    if !flag.is_null() {
+        // SAFETY: see `request_stop`.
+        unsafe { (*flag).store(true, Ordering::SeqCst) };
     }
 }
 

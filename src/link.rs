@@ -12,7 +12,7 @@
 //! the local ones as messages it sent itself, so nothing crosses.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::Duration;
 
@@ -38,6 +38,12 @@ struct RemoteMessage {
     payload: Vec<u8>,
 }
 
+/// How long connecting to a remote broker may take.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the remote broker may take to answer each handshake message.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long the link sleeps when neither side sent anything.
 const IDLE_SLEEP: Duration = Duration::from_millis(5);
 
@@ -48,8 +54,15 @@ const MAX_MESSAGE: usize = 256 << 20;
 /// `local_port`; from then on the thread passes broadcast messages both ways until either side
 /// goes away. Returns once both connections are made.
 pub(crate) fn connect(remote: &str, local_port: u16) -> Result<(), Error> {
-    let mut stream = TcpStream::connect(remote)?;
+    let address = remote
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| Error::illegal_state(format!("{remote} has no address")))?;
+    let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)?;
     stream.set_nodelay(true)?;
+    // A peer that is not an LLMP broker, or one busy with another connection, must not hold
+    // the run: the handshake has a deadline, the exchange after it none.
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     match TcpResponse::try_from(read_frame(&mut stream)?)? {
         TcpResponse::BrokerConnectHello { .. } => {}
         other => return Err(unexpected(remote, &other)),
@@ -61,7 +74,9 @@ pub(crate) fn connect(remote: &str, local_port: u16) -> Result<(), Error> {
         other => return Err(unexpected(remote, &other)),
     }
 
+    stream.set_read_timeout(None)?;
     let incoming = spawn_reader(stream.try_clone()?);
+    let peer = remote.to_string();
     // The LLMP client lives in the link's thread (it is not `Send`); the thread reports whether
     // it could attach to our broker.
     let (attached_tx, attached_rx) = mpsc::channel();
@@ -73,7 +88,12 @@ pub(crate) fn connect(remote: &str, local_port: u16) -> Result<(), Error> {
             match attached {
                 Ok(client) => {
                     let _ = attached_tx.send(Ok(()));
-                    pass_messages(client, stream, &incoming);
+                    let ended = pass_messages(client, &mut stream, &incoming);
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    eprintln!(
+                        "labelfuzz: warning: the link to the broker at {peer} ended ({ended}); \
+                         this run goes on alone"
+                    );
                 }
                 Err(e) => {
                     let _ = attached_tx.send(Err(e));
@@ -124,12 +144,13 @@ fn spawn_reader(mut stream: TcpStream) -> Receiver<RemoteMessage> {
 }
 
 /// Forwards what our broker broadcasts to the remote broker, and what the remote broker sends
-/// into our broker, until either side is gone.
+/// into our broker, until either side is gone; returns why it stopped.
 fn pass_messages<SHM, SP>(
     mut local: LlmpClient<SHM, SP>,
-    mut remote: TcpStream,
+    remote: &mut TcpStream,
     incoming: &Receiver<RemoteMessage>,
-) where
+) -> String
+where
     SHM: libafl_bolts::shmem::ShMem,
     SP: ShMemProvider<ShMem = SHM>,
 {
@@ -151,12 +172,14 @@ fn pass_messages<SHM, SP>(
                     }
                 }
                 Ok(None) => break,
-                // Our broker is shutting down.
-                Err(_) => return,
+                Err(e) => return format!("this run's broker: {e}"),
             };
             idle = false;
-            if send_tcp_msg(&mut remote, &outgoing).is_err() || remote.flush().is_err() {
-                return;
+            if let Err(e) = send_tcp_msg(remote, &outgoing) {
+                return format!("sending: {e}");
+            }
+            if let Err(e) = remote.flush() {
+                return format!("sending: {e}");
             }
         }
         loop {
@@ -164,15 +187,13 @@ fn pass_messages<SHM, SP>(
                 Ok(message) => {
                     idle = false;
                     let flags = Flags(message.flags.0 | LLMP_FLAG_FROM_B2B.0);
-                    if local
-                        .send_buf_with_flags(message.tag, flags, &message.payload)
-                        .is_err()
+                    if let Err(e) = local.send_buf_with_flags(message.tag, flags, &message.payload)
                     {
-                        return;
+                        return format!("this run's broker: {e}");
                     }
                 }
                 Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Disconnected) => return "the remote broker went away".into(),
             }
         }
         if idle {

@@ -33,16 +33,18 @@ impl std::fmt::Debug for Rendering {
 /// unreadable directory is an error.
 pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
     let mut paths = Vec::new();
-    list_files(dir, &mut paths)?;
+    list_files(dir, &mut paths, &mut std::collections::HashSet::new())?;
     paths.sort();
     let mut inputs = Vec::with_capacity(paths.len());
-    for path in paths {
+    for (path, len) in paths {
+        if len > max_len as u64 {
+            eprintln!(
+                "labelfuzz: warning: skipping {} ({len} bytes > --max-len {max_len})",
+                path.display()
+            );
+            continue;
+        }
         match fs::read(&path) {
-            Ok(bytes) if bytes.len() > max_len => eprintln!(
-                "labelfuzz: warning: skipping {} ({} bytes > --max-len {max_len})",
-                path.display(),
-                bytes.len()
-            ),
             Ok(bytes) => inputs.push(bytes),
             Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
         }
@@ -50,10 +52,21 @@ pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, Labelfuzz
     Ok(inputs)
 }
 
-/// The input files under `dir`, subdirectories included (as libFuzzer reads a corpus); hidden
-/// files and grammar renderings are not inputs. What cannot be listed or read is named in a
-/// warning and skipped; only an unreadable `dir` itself is an error.
-fn list_files(dir: &Path, paths: &mut Vec<PathBuf>) -> Result<(), LabelfuzzError> {
+/// The input files under `dir` with their sizes, subdirectories included (as libFuzzer reads a
+/// corpus); hidden files and grammar renderings are not inputs. What cannot be listed or read is
+/// named in a warning and skipped; only an unreadable `dir` itself is an error. `visited` holds
+/// the directories (device, inode) already listed, so that a symbolic link back up the tree
+/// is not followed around.
+fn list_files(
+    dir: &Path,
+    paths: &mut Vec<(PathBuf, u64)>,
+    visited: &mut std::collections::HashSet<(u64, u64)>,
+) -> Result<(), LabelfuzzError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
+    if !visited.insert((meta.dev(), meta.ino())) {
+        return Ok(());
+    }
     let entries = fs::read_dir(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
     for entry in entries {
         let entry = match entry {
@@ -71,9 +84,9 @@ fn list_files(dir: &Path, paths: &mut Vec<PathBuf>) -> Result<(), LabelfuzzError
         }
         // Follows symbolic links, as reading the file would.
         match fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => paths.push(path),
+            Ok(meta) if meta.is_file() => paths.push((path, meta.len())),
             Ok(meta) if meta.is_dir() => {
-                if let Err(e) = list_files(&path, paths) {
+                if let Err(e) = list_files(&path, paths, visited) {
                     eprintln!("labelfuzz: warning: skipping {e}");
                 }
             }

@@ -112,7 +112,7 @@ impl Summary {
         })
     }
 
-    fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
+    pub(crate) fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
         let text = std::fs::read(path).map_err(|e| LabelfuzzError::io("read", path, e))?;
         serde_json::from_slice(&text).map_err(|e| {
             LabelfuzzError::io(

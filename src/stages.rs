@@ -492,8 +492,9 @@ where
 /// megabyte per entry, gigabytes for a corpus.
 pub const MAX_TRACED_OPERANDS: usize = 256;
 
-/// The first `cap` distinct entries of `logged`, without comparisons whose two sides are equal
-/// already (replacing one by the other changes nothing).
+/// The distinct entries of `logged`, without comparisons whose two sides are equal already
+/// (replacing one by the other changes nothing); when more than `cap` remain, `cap` of them spread
+/// evenly over the run, so that the comparisons of late parsing stages are kept too.
 #[must_use]
 pub fn distinct_operands(
     logged: Vec<libafl::observers::CmpValues>,
@@ -504,19 +505,16 @@ pub fn distinct_operands(
     let mut seen = std::collections::HashSet::new();
     let mut kept = Vec::new();
     for value in logged {
-        if kept.len() == cap {
-            break;
-        }
-        let key: (u8, u64, u64, Vec<u8>) = match &value {
-            CmpValues::U8((a, b, _)) => (1, u64::from(*a), u64::from(*b), Vec::new()),
-            CmpValues::U16((a, b, _)) => (2, u64::from(*a), u64::from(*b), Vec::new()),
-            CmpValues::U32((a, b, _)) => (4, u64::from(*a), u64::from(*b), Vec::new()),
-            CmpValues::U64((a, b, _)) => (8, *a, *b, Vec::new()),
+        let key: (u8, u64, u64, bool, Vec<u8>) = match &value {
+            CmpValues::U8((a, b, c)) => (1, u64::from(*a), u64::from(*b), *c, Vec::new()),
+            CmpValues::U16((a, b, c)) => (2, u64::from(*a), u64::from(*b), *c, Vec::new()),
+            CmpValues::U32((a, b, c)) => (4, u64::from(*a), u64::from(*b), *c, Vec::new()),
+            CmpValues::U64((a, b, c)) => (8, *a, *b, *c, Vec::new()),
             CmpValues::Bytes((a, b)) => {
                 let (a, b) = (a.to_slice(), b.to_slice());
                 let mut both = a.to_vec();
                 both.extend_from_slice(b);
-                (0, a.len() as u64, b.len() as u64, both)
+                (0, a.len() as u64, b.len() as u64, false, both)
             }
         };
         let same_sides = match &value {
@@ -527,7 +525,13 @@ pub fn distinct_operands(
             kept.push(value);
         }
     }
-    kept
+    if kept.len() <= cap {
+        return kept;
+    }
+    let step = kept.len() as f64 / cap as f64;
+    (0..cap)
+        .map(|i| kept[(i as f64 * step) as usize].clone())
+        .collect()
 }
 
 /// The comparison operands logged when a corpus entry ran with CmpLog on.
@@ -768,18 +772,19 @@ mod tests {
             kept,
             vec![
                 CmpValues::U32((7, 9, false)),
+                CmpValues::U32((7, 9, true)),
                 CmpValues::U64((7, 9, false)),
                 CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
             ],
-            "the same pair of the same width once; equal sides never"
+            "the same comparison once; equal sides never"
         );
         assert_eq!(distinct_operands(logged, 2).len(), 2);
-        let many = (0..10_000u32)
+        let many: Vec<CmpValues> = (0..10_000u32)
             .map(|i| CmpValues::U32((i, i + 1, false)))
             .collect();
-        assert_eq!(
-            distinct_operands(many, MAX_TRACED_OPERANDS).len(),
-            MAX_TRACED_OPERANDS
-        );
+        let kept = distinct_operands(many, MAX_TRACED_OPERANDS);
+        assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
+        // Spread over the whole run, not only its first comparisons.
+        assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000));
     }
 }

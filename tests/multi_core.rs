@@ -113,7 +113,8 @@ fn two_runs_linked_broker_to_broker_exchange_a_label() {
     std::fs::create_dir_all(&seeds).unwrap();
     // planted's sealed label: only an input that already has these bytes covers it.
     std::fs::write(seeds.join("sesame"), b"sesame!!").unwrap();
-    let port = free_port().to_string();
+    let port_number = free_port();
+    let port = port_number.to_string();
     let remote = format!("127.0.0.1:{port}");
     // "There" runs without seeds; "here" links to its broker and has the seed.
     let there_run = Group::start(
@@ -131,7 +132,7 @@ fn two_runs_linked_broker_to_broker_exchange_a_label() {
             there.to_str().unwrap(),
         ],
     );
-    std::thread::sleep(Duration::from_secs(2));
+    common::wait_for_listener(port_number);
     let here_run = Group::start(
         &fuzzer,
         &[

@@ -178,12 +178,37 @@ impl Group {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let [stdout, stderr] = self.logs.map(|path| std::fs::read(path).expect("log"));
+        let [stdout, stderr] = self
+            .logs
+            .clone()
+            .map(|path| std::fs::read(path).expect("log"));
         Output {
             status,
             stdout,
             stderr,
         }
+    }
+}
+
+impl Drop for Group {
+    /// A test that fails before waiting must not leave its run behind.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.signal(libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Waits until something listens on `port` of this machine (at most a minute).
+pub fn wait_for_listener(port: u16) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "nothing listens on port {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
