@@ -222,37 +222,51 @@ fn an_unreachable_remote_broker_is_named() {
 }
 
 #[test]
-fn ctrl_c_stops_every_client_and_writes_the_merged_summary() {
+fn ctrl_c_and_sigterm_stop_every_client_and_write_the_merged_summary() {
     let fuzzer = build_fuzzer("planted");
-    let out = scratch("two-cores-ctrl-c");
-    let run = Group::start(&fuzzer, &["-jobs=2", "-o", out.to_str().unwrap()]);
-    let started = std::time::Instant::now();
-    while !out.join("clients/2.json").exists() || !out.join("clients/1.json").exists() {
+    // Ctrl-C in a terminal: SIGINT to every process of the foreground group. `kill`, `timeout`
+    // and service managers: SIGTERM to the launching process alone.
+    for (signal, name, whole_group) in [
+        (libc::SIGINT, "sigint", true),
+        (libc::SIGTERM, "sigterm", false),
+    ] {
+        let out = scratch(&format!("two-cores-{name}"));
+        let run = Group::start(&fuzzer, &["-jobs=2", "-o", out.to_str().unwrap()]);
+        let started = std::time::Instant::now();
+        while !out.join("clients/2.json").exists() || !out.join("clients/1.json").exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{name}: both clients report"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        if whole_group {
+            run.signal(signal);
+        } else {
+            run.signal_leader(signal);
+        }
+        let signalled = std::time::Instant::now();
+        let result = run.wait(Duration::from_secs(30));
         assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "both clients report"
+            signalled.elapsed() < Duration::from_secs(10),
+            "{name}: stopped promptly"
         );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    // What a terminal does on Ctrl-C: SIGINT to every process of the foreground group.
-    run.signal(libc::SIGINT);
-    let interrupted = std::time::Instant::now();
-    let result = run.wait(Duration::from_secs(30));
-    assert!(
-        interrupted.elapsed() < Duration::from_secs(10),
-        "stopped promptly"
-    );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
-    let total = summary(&out);
-    assert_eq!(total["clients"], 2, "{total}");
-    for index in [1, 2] {
-        let client = client_summary(&out, index);
-        assert!(
-            client["elapsed_secs"].as_f64().unwrap() >= 2.0,
-            "client {index} wrote its final summary: {client}"
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{name}: {stderr}");
+        let total = summary(&out);
+        assert_eq!(total["clients"], 2, "{name}: {total}");
+        for index in [1, 2] {
+            let client = client_summary(&out, index);
+            assert!(
+                client["elapsed_secs"].as_f64().unwrap() >= 2.0,
+                "{name}: client {index} wrote its final summary: {client}"
+            );
+        }
+        assert_eq!(
+            total["crashes"].as_array().unwrap().len(),
+            3,
+            "{name}: {total}"
         );
     }
-    assert_eq!(total["crashes"].as_array().unwrap().len(), 3, "{total}");
 }

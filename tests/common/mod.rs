@@ -150,6 +150,13 @@ impl Group {
         unsafe { libc::kill(-group, signal) };
     }
 
+    /// Sends `signal` to the launching process alone.
+    pub fn signal_leader(&self, signal: i32) {
+        let pid = i32::try_from(self.child.id()).expect("pid fits");
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(pid, signal) };
+    }
+
     /// Waits for the launching process to end; kills the whole group and fails the test if it
     /// takes longer than `limit`, so that a hung run never hangs the test suite.
     pub fn wait(mut self, limit: std::time::Duration) -> Output {
