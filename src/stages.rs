@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use libafl::corpus::Corpus;
+use libafl::corpus::{Corpus, CorpusId, HasCurrentCorpusId};
 use libafl::executors::ExitKind;
 use libafl::executors::HasObservers;
 use libafl::inputs::BytesInput;
@@ -534,11 +534,52 @@ pub fn distinct_operands(
         .collect()
 }
 
-/// The comparison operands logged when a corpus entry ran with CmpLog on.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct TracedComparisons(pub Vec<libafl::observers::CmpValues>);
+/// How many corpus entries keep their traced operands between schedulings (the most recently
+/// traced ones): memory stays bounded however large the corpus grows.
+pub const TRACED_ENTRIES: usize = 2048;
 
-libafl_bolts::impl_serdeany!(TracedComparisons);
+/// The traced comparison operands of recently scheduled corpus entries.
+#[derive(Debug, Default)]
+struct TracedCache {
+    /// Each entry's operands, with the stamp of when they were put.
+    operands: std::collections::HashMap<CorpusId, (u64, Vec<libafl::observers::CmpValues>)>,
+    /// Oldest first; an id whose stamp is not its current one was put again later.
+    order: std::collections::VecDeque<(CorpusId, u64)>,
+    stamp: u64,
+}
+
+impl TracedCache {
+    fn take(&mut self, id: CorpusId) -> Option<Vec<libafl::observers::CmpValues>> {
+        self.operands.remove(&id).map(|(_, list)| list)
+    }
+
+    fn put(&mut self, id: CorpusId, list: Vec<libafl::observers::CmpValues>) {
+        self.stamp += 1;
+        self.operands.insert(id, (self.stamp, list));
+        self.order.push_back((id, self.stamp));
+        while self.operands.len() > TRACED_ENTRIES {
+            let Some((old, stamp)) = self.order.pop_front() else {
+                break;
+            };
+            if self
+                .operands
+                .get(&old)
+                .is_some_and(|(current, _)| *current == stamp)
+            {
+                self.operands.remove(&old);
+            }
+        }
+        // Stale positions of entries taken or put again: drop them before they pile up.
+        if self.order.len() > 2 * TRACED_ENTRIES {
+            let operands = &self.operands;
+            self.order.retain(|(id, stamp)| {
+                operands
+                    .get(id)
+                    .is_some_and(|(current, _)| current == stamp)
+            });
+        }
+    }
+}
 
 /// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison
 /// logging on, then tries mutants that write the logged operands of its comparisons into the
@@ -549,6 +590,7 @@ pub struct CmpLogStage<M> {
     observer: libafl_targets::CmpLogObserver,
     mutants: HavocStage<M>,
     traced: BytesInput,
+    cache: TracedCache,
 }
 
 impl<M> std::fmt::Debug for CmpLogStage<M> {
@@ -568,6 +610,7 @@ impl<M> CmpLogStage<M> {
             observer: libafl_targets::CmpLogObserver::new("cmplog", true),
             mutants,
             traced: BytesInput::new(Vec::new()),
+            cache: TracedCache::default(),
         }
     }
 }
@@ -576,7 +619,7 @@ impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for CmpLogStage<M>
 where
     E: ObservedExecutor,
     M: Mutator<BytesInput, S>,
-    S: FuzzState,
+    S: FuzzState + HasCurrentCorpusId,
     Z: Evaluator<E, EM, BytesInput, S> + ExecutesInput<E, EM, BytesInput, S>,
 {
     fn perform(
@@ -590,13 +633,12 @@ where
             return Ok(());
         }
         // Tracing resets a 34 MB comparison map: do it once per corpus entry and keep the
-        // operands with the entry. They move (not copy) into the state for the mutants, and
+        // operands of recent entries. They move (not copy) into the state for the mutants, and
         // back.
-        let known = state
-            .current_testcase_mut()?
-            .metadata_mut::<TracedComparisons>()
-            .ok()
-            .map(|traced| std::mem::take(&mut traced.0));
+        let id = state
+            .current_corpus_id()?
+            .ok_or_else(|| Error::empty("no corpus entry is scheduled"))?;
+        let known = self.cache.take(id);
         let list = match known {
             Some(list) => list,
             None => {
@@ -619,10 +661,7 @@ where
             self.mutants.perform(fuzzer, executor, state, manager)?;
             std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list)
         };
-        // A shrink may have evicted the entry meanwhile: then its operands go with it.
-        if let Ok(mut testcase) = state.current_testcase_mut() {
-            testcase.add_metadata(TracedComparisons(list));
-        }
+        self.cache.put(id, list);
         Ok(())
     }
 }
@@ -786,5 +825,21 @@ mod tests {
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
         assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000));
+    }
+
+    #[test]
+    fn the_traced_cache_keeps_the_most_recent_entries_only() {
+        let mut cache = TracedCache::default();
+        let list = || vec![CmpValues::U8((1, 2, false))];
+        for i in 0..3 * TRACED_ENTRIES {
+            cache.put(CorpusId(i), list());
+            // The first entry is scheduled again and again: it stays.
+            let first = cache.take(CorpusId(0)).expect("the first entry is kept");
+            cache.put(CorpusId(0), first);
+        }
+        assert_eq!(cache.operands.len(), TRACED_ENTRIES);
+        assert!(cache.order.len() <= 2 * TRACED_ENTRIES + 1);
+        assert!(cache.take(CorpusId(1)).is_none(), "old entries leave");
+        assert!(cache.take(CorpusId(3 * TRACED_ENTRIES - 1)).is_some());
     }
 }
