@@ -486,8 +486,11 @@ fn main() {
         String::new()
     };
 
-    let mut text = table(&rows, secs, empty_secs);
-    text.push('\n');
+    let mut text = if rows.is_empty() {
+        String::new()
+    } else {
+        table(&rows, secs, empty_secs) + "\n"
+    };
     text.push_str(&scaling);
     println!("{text}");
     let path = work.join("results.md");
@@ -591,7 +594,7 @@ fn soak(work: &Path) -> String {
     let _ = writeln!(
         t,
         "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
-         {} MiB per client (summary.json), {} crash labels.",
+         {} MiB (the clients' peaks added up), {} crash labels.",
         summary["executions"].as_u64().unwrap_or(0),
         summary["execs_per_sec"].as_f64().unwrap_or(0.0),
         summary["labels"].as_u64().unwrap_or(0),
