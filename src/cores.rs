@@ -14,7 +14,7 @@ use std::time::Duration;
 use libafl::events::launcher::Launcher;
 use libafl::events::{
     setup_restarting_mgr_llmp, ClientDescription, EventConfig, LlmpRestartingEventManager,
-    ManagerKind, SendExiting, ShouldSaveState, StdLlmpEventHook,
+    ManagerKind, ShouldSaveState, StdLlmpEventHook,
 };
 use libafl::inputs::BytesInput;
 use libafl::monitors::NopMonitor;
@@ -46,6 +46,7 @@ fn free_port() -> Result<u16, LabelfuzzError> {
 /// exits once its client has finished (or was killed).
 fn has_live_children() -> bool {
     let me = std::process::id();
+    let parent_me = me.to_string();
     let is_live = |pid: &str| {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return false;
@@ -56,7 +57,7 @@ fn has_live_children() -> bool {
             .map_or("", |(_, rest)| rest)
             .split(' ');
         let (state, parent) = (fields.next(), fields.next());
-        parent == Some(me.to_string().as_str()) && state != Some("Z")
+        parent == Some(parent_me.as_str()) && state != Some("Z")
     };
     // Linux lists each thread's children.
     if let Ok(threads) = std::fs::read_dir(format!("/proc/{me}/task")) {
@@ -155,24 +156,16 @@ pub(crate) fn fuzz_on_cores(
     let _ = std::fs::remove_dir_all(out.root().join("clients"));
     let count = cores.len();
     let mut finished: Option<Result<Summary, LabelfuzzError>> = None;
-    let run =
-        |restored: Option<State>, mut manager: ClientManager, description: ClientDescription| {
-            let client = Client {
-                index: description.id(),
-                count,
-            };
-            let result = run_client(config, target, out, start, restored, &mut manager, client);
-            if result.is_err() {
-                crate::interrupt::mark_failed();
-            }
-            // Even after an error: a supervisor not told the run is over restarts its client.
-            let exited = manager.send_exiting();
-            if result.is_ok() {
-                exited?;
-            }
-            finished = Some(result);
-            Ok(())
+    let run = |restored: Option<State>, manager: LlmpManager, description: ClientDescription| {
+        let client = Client {
+            index: description.id(),
+            count,
         };
+        finished = Some(run_client(
+            config, target, out, start, restored, manager, client,
+        ));
+        Ok(())
+    };
     let provider = StdShMemProvider::new()?;
     let configuration = EventConfig::AlwaysUnique;
     let mut broker_failure = None;
@@ -228,12 +221,7 @@ pub(crate) fn fuzz_on_cores(
         // moment may each have merged before the other's final summary was on disk: merge the
         // final ones here.
         Ok(()) => {
-            let parts: Vec<Summary> = (1..=count)
-                .filter_map(|i| {
-                    Summary::read_file(&out.root().join(format!("clients/{i}.json"))).ok()
-                })
-                .collect();
-            let summary = match Summary::merge(&parts) {
+            let summary = match Summary::merge_clients(out, count) {
                 Some(merged) => {
                     out.write_summary(&merged)?;
                     merged
@@ -252,7 +240,7 @@ pub(crate) fn fuzz_on_cores(
 }
 
 /// The event manager of a client in a multi-core run.
-type ClientManager = LlmpRestartingEventManager<(), BytesInput, State, StdShMem, StdShMemProvider>;
+type LlmpManager = LlmpRestartingEventManager<(), BytesInput, State, StdShMem, StdShMemProvider>;
 
 /// The broker of another run, as `HOST:PORT`.
 #[derive(Clone, Debug, PartialEq, Eq)]

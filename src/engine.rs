@@ -232,23 +232,7 @@ fn fuzz_in_one_process(
             }
             Err(e) => return Err(e.into()),
         };
-    let mut manager = manager;
-    let result = run_client(
-        config,
-        target,
-        out,
-        start,
-        restored,
-        &mut manager,
-        Client::ALONE,
-    );
-    if result.is_err() {
-        crate::interrupt::mark_failed();
-    }
-    // Also after an error: a supervisor not told the run is over restarts it.
-    let exited = manager.send_exiting();
-    let summary = result?;
-    exited?;
+    let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
     Ok(Outcome {
         summary,
         supervisor: false,
@@ -276,8 +260,49 @@ impl Client {
     }
 }
 
-/// The fuzzing process: builds LibAFL's parts around `manager` and runs the loop until a limit.
-pub(crate) fn run_client<EM>(
+/// The events a fuzzing process's manager handles.
+pub(crate) trait ClientManager:
+    libafl::events::EventFirer<BytesInput, State>
+    + libafl::events::EventRestarter<State>
+    + libafl::events::ProgressReporter<State>
+    + libafl::events::EventReceiver<BytesInput, State>
+    + SendExiting
+{
+}
+
+impl<EM> ClientManager for EM where
+    EM: libafl::events::EventFirer<BytesInput, State>
+        + libafl::events::EventRestarter<State>
+        + libafl::events::ProgressReporter<State>
+        + libafl::events::EventReceiver<BytesInput, State>
+        + SendExiting
+{
+}
+
+/// The fuzzing process: fuzzes until a limit, then tells its supervisor the run is over. Also
+/// after an error: a supervisor not told restarts its client, and an error stops (and fails)
+/// every process of the run.
+pub(crate) fn run_client<EM: ClientManager>(
+    config: &Config,
+    target: &mut dyn FnMut(&[u8]),
+    out: &OutputDir,
+    start: &StartInputs,
+    restored: Option<State>,
+    mut manager: EM,
+    client: Client,
+) -> Result<Summary, LabelfuzzError> {
+    let result = fuzz_until_done(config, target, out, start, restored, &mut manager, client);
+    if result.is_err() {
+        crate::interrupt::mark_failed();
+    }
+    let exited = manager.send_exiting();
+    let summary = result?;
+    exited?;
+    Ok(summary)
+}
+
+/// Builds LibAFL's parts around `manager` and runs the loop until a limit.
+fn fuzz_until_done<EM: ClientManager>(
     config: &Config,
     target: &mut dyn FnMut(&[u8]),
     out: &OutputDir,
@@ -285,14 +310,7 @@ pub(crate) fn run_client<EM>(
     restored: Option<State>,
     manager: &mut EM,
     client: Client,
-) -> Result<Summary, LabelfuzzError>
-where
-    EM: libafl::events::EventFirer<BytesInput, State>
-        + libafl::events::EventRestarter<State>
-        + libafl::events::ProgressReporter<State>
-        + libafl::events::EventReceiver<BytesInput, State>
-        + SendExiting,
-{
+) -> Result<Summary, LabelfuzzError> {
     let edges =
         HitcountsMapObserver::new(unsafe { libafl_targets::std_edges_map_observer("edges") });
     let crash_observer = CrashObserver::new();

@@ -20,12 +20,7 @@ static STOP: AtomicPtr<AtomicBool> = AtomicPtr::new(std::ptr::null_mut());
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn request_stop(_signal: libc::c_int) {
-    let flag = STOP.load(Ordering::Relaxed);
-    if flag.is_null() {
-        return;
-    }
-    // SAFETY: the page is mapped for the life of the process; atomics are signal-safe.
-    unsafe { (*flag).store(true, Ordering::SeqCst) };
+    request_stop_all();
     if SIGNALLED.swap(true, Ordering::SeqCst) {
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(libafl_bolts::os::CTRL_C_EXIT) };
@@ -98,7 +93,7 @@ pub fn mark_failed() {
 pub fn request_stop_all() {
     let flag = STOP.load(Ordering::Relaxed);
     if !flag.is_null() {
-        // SAFETY: see `request_stop`.
+        // SAFETY: the page is mapped for the life of the process; atomics are signal-safe.
         unsafe { (*flag).store(true, Ordering::SeqCst) };
     }
 }

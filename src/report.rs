@@ -112,7 +112,17 @@ impl Summary {
         })
     }
 
-    pub(crate) fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
+    /// The merge of the summaries the `count` clients of a multi-core run wrote to
+    /// `clients/<n>.json` (None when there is none yet).
+    #[must_use]
+    pub fn merge_clients(out: &OutputDir, count: usize) -> Option<Summary> {
+        let parts: Vec<Summary> = (1..=count)
+            .filter_map(|i| Self::read_file(&out.root().join(format!("clients/{i}.json"))).ok())
+            .collect();
+        Self::merge(&parts)
+    }
+
+    fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
         let text = std::fs::read(path).map_err(|e| LabelfuzzError::io("read", path, e))?;
         serde_json::from_slice(&text).map_err(|e| {
             LabelfuzzError::io(
@@ -216,12 +226,7 @@ impl Reporter {
             let name = format!("clients/{}.json", self.client.index);
             self.out
                 .write_summary_to(std::path::Path::new(&name), &own)?;
-            let parts: Vec<Summary> = (1..=self.client.count)
-                .filter_map(|i| {
-                    Summary::read_file(&self.out.root().join(format!("clients/{i}.json"))).ok()
-                })
-                .collect();
-            Summary::merge(&parts).unwrap_or_else(|| own.clone())
+            Summary::merge_clients(&self.out, self.client.count).unwrap_or_else(|| own.clone())
         };
         self.out.write_summary(&summary)?;
         if !self.quiet && self.client.is_first() {

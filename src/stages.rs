@@ -505,21 +505,17 @@ pub fn distinct_operands(
     let mut seen = std::collections::HashSet::new();
     let mut kept = Vec::new();
     for value in logged {
-        let key: (u8, u64, u64, bool, Vec<u8>) = match &value {
-            CmpValues::U8((a, b, c)) => (1, u64::from(*a), u64::from(*b), *c, Vec::new()),
-            CmpValues::U16((a, b, c)) => (2, u64::from(*a), u64::from(*b), *c, Vec::new()),
-            CmpValues::U32((a, b, c)) => (4, u64::from(*a), u64::from(*b), *c, Vec::new()),
-            CmpValues::U64((a, b, c)) => (8, *a, *b, *c, Vec::new()),
+        // (width, sides, is_const, bytes), and whether the two sides are equal already.
+        let (key, same_sides): ((u8, u64, u64, bool, Vec<u8>), bool) = match &value {
+            CmpValues::U8((a, b, c)) => ((1, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U16((a, b, c)) => ((2, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U32((a, b, c)) => ((4, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U64((a, b, c)) => ((8, *a, *b, *c, Vec::new()), a == b),
             CmpValues::Bytes((a, b)) => {
                 let (a, b) = (a.to_slice(), b.to_slice());
-                let mut both = a.to_vec();
-                both.extend_from_slice(b);
-                (0, a.len() as u64, b.len() as u64, false, both)
+                let both = [a, b].concat();
+                ((0, a.len() as u64, b.len() as u64, false, both), *a == *b)
             }
-        };
-        let same_sides = match &value {
-            CmpValues::Bytes((a, b)) => *a.to_slice() == *b.to_slice(),
-            _ => key.1 == key.2,
         };
         if !same_sides && seen.insert(key) {
             kept.push(value);
@@ -538,45 +534,22 @@ pub fn distinct_operands(
 /// traced ones): memory stays bounded however large the corpus grows.
 pub const TRACED_ENTRIES: usize = 2048;
 
-/// The traced comparison operands of recently scheduled corpus entries.
+/// The traced comparison operands of the most recently scheduled corpus entries, newest last.
+/// A linear search over a few thousand ids per scheduled input costs nothing next to the
+/// executions the stage runs.
 #[derive(Debug, Default)]
-struct TracedCache {
-    /// Each entry's operands, with the stamp of when they were put.
-    operands: std::collections::HashMap<CorpusId, (u64, Vec<libafl::observers::CmpValues>)>,
-    /// Oldest first; an id whose stamp is not its current one was put again later.
-    order: std::collections::VecDeque<(CorpusId, u64)>,
-    stamp: u64,
-}
+struct TracedCache(std::collections::VecDeque<(CorpusId, Vec<libafl::observers::CmpValues>)>);
 
 impl TracedCache {
     fn take(&mut self, id: CorpusId) -> Option<Vec<libafl::observers::CmpValues>> {
-        self.operands.remove(&id).map(|(_, list)| list)
+        let position = self.0.iter().position(|(entry, _)| *entry == id)?;
+        self.0.remove(position).map(|(_, list)| list)
     }
 
     fn put(&mut self, id: CorpusId, list: Vec<libafl::observers::CmpValues>) {
-        self.stamp += 1;
-        self.operands.insert(id, (self.stamp, list));
-        self.order.push_back((id, self.stamp));
-        while self.operands.len() > TRACED_ENTRIES {
-            let Some((old, stamp)) = self.order.pop_front() else {
-                break;
-            };
-            if self
-                .operands
-                .get(&old)
-                .is_some_and(|(current, _)| *current == stamp)
-            {
-                self.operands.remove(&old);
-            }
-        }
-        // Stale positions of entries taken or put again: drop them before they pile up.
-        if self.order.len() > 2 * TRACED_ENTRIES {
-            let operands = &self.operands;
-            self.order.retain(|(id, stamp)| {
-                operands
-                    .get(id)
-                    .is_some_and(|(current, _)| current == stamp)
-            });
+        self.0.push_back((id, list));
+        if self.0.len() > TRACED_ENTRIES {
+            self.0.pop_front();
         }
     }
 }
@@ -837,8 +810,7 @@ mod tests {
             let first = cache.take(CorpusId(0)).expect("the first entry is kept");
             cache.put(CorpusId(0), first);
         }
-        assert_eq!(cache.operands.len(), TRACED_ENTRIES);
-        assert!(cache.order.len() <= 2 * TRACED_ENTRIES + 1);
+        assert_eq!(cache.0.len(), TRACED_ENTRIES);
         assert!(cache.take(CorpusId(1)).is_none(), "old entries leave");
         assert!(cache.take(CorpusId(3 * TRACED_ENTRIES - 1)).is_some());
     }

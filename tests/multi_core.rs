@@ -27,7 +27,7 @@ fn reproducers(out: &Path) -> Vec<String> {
 fn two_clients_exchange_labels_and_the_summary_adds_them_up() {
     let fuzzer = build_fuzzer("json");
     let out = scratch("two-cores");
-    let result = run_bounded(
+    common::run_expecting(
         &fuzzer,
         &[
             "--cores",
@@ -40,9 +40,8 @@ fn two_clients_exchange_labels_and_the_summary_adds_them_up() {
             out.to_str().unwrap(),
         ],
         Duration::from_secs(90),
+        0,
     );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(0), "{stderr}");
     let total = summary(&out);
     assert_eq!(total["clients"], 2, "{total}");
     let (first, second) = (client_summary(&out, 1), client_summary(&out, 2));
@@ -66,13 +65,12 @@ fn two_clients_exchange_labels_and_the_summary_adds_them_up() {
 fn two_clients_keep_one_reproducer_per_crash_label() {
     let fuzzer = build_fuzzer("planted");
     let out = scratch("two-cores-crashes");
-    let result = run_bounded(
+    common::run_expecting(
         &fuzzer,
         &["-jobs=2", "--max-time", "3", "-o", out.to_str().unwrap()],
         Duration::from_secs(90),
+        1,
     );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(1), "{stderr}");
     let total = summary(&out);
     assert_eq!(total["clients"], 2, "{total}");
     // Both clients find all three planted bugs; each label has one file, the minimal input.
@@ -184,7 +182,7 @@ fn an_unreachable_remote_broker_is_named() {
     let out = scratch("broker-unreachable");
     let port = free_port();
     let remote = format!("127.0.0.1:{port}");
-    let result = run_bounded(
+    let stderr = common::run_expecting(
         &fuzzer,
         &[
             "--remote-broker",
@@ -195,9 +193,8 @@ fn an_unreachable_remote_broker_is_named() {
             out.to_str().unwrap(),
         ],
         Duration::from_secs(60),
+        2,
     );
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(result.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!("cannot reach the remote broker {remote}")),
         "{stderr}"

@@ -251,3 +251,18 @@ pub fn live_members(group: i32) -> usize {
         })
         .count()
 }
+
+/// Runs `fuzzer` with `args` like [`run_bounded`], checks that it exits with `code` and printed
+/// no panic, and returns its stderr.
+pub fn run_expecting(
+    fuzzer: &Path,
+    args: &[&str],
+    limit: std::time::Duration,
+    code: i32,
+) -> String {
+    let result = run_bounded(fuzzer, args, limit);
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert_eq!(result.status.code(), Some(code), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    stderr
+}
