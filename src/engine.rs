@@ -332,7 +332,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let mut seen = SeenFilter::default();
     if let Ok(killed) = state.metadata::<KilledInputs>() {
         for hash in killed.hashes() {
-            seen.check_and_insert_hash(hash);
+            seen.pin(hash);
         }
     }
     let mut fuzzer = StdFuzzer::builder()
