@@ -1,4 +1,5 @@
-//! Records which rustc built labelfuzz.
+//! Records which rustc built labelfuzz, and compiles the comparison interceptors
+//! (`src/cmp_interceptors.c`).
 //!
 //! SanitizerCoverage instrumentation of a Rust target is done by the same rustc (and so the same
 //! LLVM) that compiles labelfuzz; when coverage looks wrong, the first question is which
@@ -18,4 +19,13 @@ fn main() {
         .unwrap_or_else(|| "unknown rustc".into());
     println!("cargo:rustc-env=LABELFUZZ_RUSTC_VERSION={version}");
     println!("cargo:rerun-if-env-changed=RUSTC");
+
+    // The comparison interceptors go into every fuzzer whole: nothing refers to them by name,
+    // they replace libc's routines by being linked into the executable.
+    println!("cargo:rerun-if-changed=src/cmp_interceptors.c");
+    cc::Build::new()
+        .file("src/cmp_interceptors.c")
+        .flag("-fno-builtin")
+        .link_lib_modifier("+whole-archive")
+        .compile("labelfuzz_cmp_interceptors");
 }

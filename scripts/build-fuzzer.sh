@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds a labelfuzz fuzz target crate with SanitizerCoverage and prints the fuzzer's path.
 #   scripts/build-fuzzer.sh DIR   (DIR: any crate whose main.rs uses labelfuzz::fuzz_target!)
-# Fuzz builds share one target directory, target/fuzz, apart from ordinary builds: the
-# instrumenting RUSTC_WRAPPER changes every crate's fingerprint.
+# Every crate compiled for the target is instrumented (scripts/rustc-sancov), as cargo-fuzz
+# does, except the fuzzing engine: labelfuzz, LibAFL and the crates only they depend on.
+# LABELFUZZ_INSTRUMENT=crate_a,crate_b narrows instrumentation to those crates and the local
+# path crates. Fuzz builds share target directories under target/ apart from ordinary builds:
+# the instrumenting RUSTC_WRAPPER changes every crate's fingerprint.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 crate="${1:?usage: build-fuzzer.sh CRATE_DIR}"
@@ -14,12 +17,30 @@ export RUSTC_WRAPPER="$root/scripts/rustc-sancov"
 # change to the instrumentation rebuilds every crate once.
 wrapper_version="$(cksum < "$RUSTC_WRAPPER" | cut -d' ' -f1)"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg labelfuzz_sancov_$wrapper_version"
-# Which crates the wrapper instruments is not part of cargo's fingerprint: each choice gets its
-# own target directory so that no stale (un)instrumented artifact is reused.
+# An explicit --target keeps build scripts, proc-macros and their dependencies (host code)
+# apart from the target's crates: only the latter see RUSTFLAGS and get instrumented.
+host="$(rustc -vV | sed -n 's/^host: //p')"
+
+# The engine's crates: labelfuzz's dependencies that the target does not use itself.
+crate_list() { (cd "$crate" && cargo tree -q -e normal,no-proc-macro --prefix none -f '{lib}' "$@") | sort -u; }
+if ! engine_all="$(crate_list -p labelfuzz)"; then
+  echo "build-fuzzer: $crate does not depend on labelfuzz (cargo tree -p labelfuzz failed)" >&2
+  exit 2
+fi
+user_all="$(crate_list --prune labelfuzz)"
+LABELFUZZ_ENGINE_CRATES="$(comm -23 <(echo "$engine_all") <(echo "$user_all") | paste -sd, -)"
+export LABELFUZZ_ENGINE_CRATES
+# Which crates the wrapper instruments is not part of cargo's fingerprint: each choice (the
+# engine crates the target shares, LABELFUZZ_INSTRUMENT) gets its own target directory so that
+# no stale (un)instrumented artifact is reused.
+shared="$(comm -12 <(echo "$engine_all") <(echo "$user_all") | paste -sd, -)"
 suffix=""
-if [ -n "${LABELFUZZ_INSTRUMENT:-}" ]; then suffix="-$(printf '%s' "$LABELFUZZ_INSTRUMENT" | tr -c 'A-Za-z0-9_' '_')"; fi
+if [ -n "$shared" ]; then suffix="-shared$(printf '%s' "$shared" | cksum | cut -d' ' -f1)"; fi
+if [ -n "${LABELFUZZ_INSTRUMENT:-}" ] && [ "$LABELFUZZ_INSTRUMENT" != all ]; then
+  suffix="$suffix-$(printf '%s' "$LABELFUZZ_INSTRUMENT" | tr -c 'A-Za-z0-9_' '_')"
+fi
 export CARGO_TARGET_DIR="${LABELFUZZ_TARGET_DIR:-$root/target/fuzz$suffix}"
-json="$(cd "$crate" && cargo build --release -j2 --message-format=json-render-diagnostics)"
+json="$(cd "$crate" && cargo build --release -j2 --target "$host" --message-format=json-render-diagnostics)"
 exe="$(printf '%s\n' "$json" | grep '"executable":"' | grep -v '"executable":null' \
   | sed -e 's/.*"executable":"\([^"]*\)".*/\1/' | tail -n 1)"
 if [ -z "$exe" ]; then

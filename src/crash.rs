@@ -211,7 +211,7 @@ impl<I, S> Observer<I, S> for CrashObserver {
                             kind: site.kind().into(),
                             location: site.location(),
                             message: site.message(),
-                            frames: site.frames,
+                            frames: site.site_frames(),
                         })
                     })
                     .unwrap_or_else(|| simple("signal")),

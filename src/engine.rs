@@ -193,6 +193,9 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     };
 
     crate::interrupt::install();
+    // Before any fuzzing process forks: they inherit the table instead of reading it again
+    // after every crash.
+    crate::symbols::preload();
     match &config.cores {
         None => fuzz_in_one_process(config, target, &out, &start),
         Some(cores) => crate::cores::fuzz_on_cores(config, target, &out, &start, cores),

@@ -19,6 +19,7 @@
 //! - [`feedback`], [`scheduler`], [`stages`]: the LibAFL components of the loop.
 //! - [`mutators`], [`shrink`]: expansion candidates and shrink passes.
 //! - [`seen`]: the filter of inputs already run.
+//! - [`symbols`]: function names of the executable, for crash labels.
 //! - [`memory`]: the RSS limit (`oom` crash labels).
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
@@ -54,6 +55,7 @@ pub mod seen;
 pub mod shrink;
 pub mod signals;
 pub mod stages;
+pub mod symbols;
 pub mod table;
 
 pub use cli::{main_for_target, Options};

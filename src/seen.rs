@@ -285,7 +285,10 @@ mod tests {
             if i >= load {
                 // Any of the last `load` inputs, checked without inserting.
                 let back = i - (i * 7919) % load;
-                assert!(seen.clone().check_and_insert(&back.to_le_bytes()), "{back} at {i}");
+                assert!(
+                    seen.clone().check_and_insert(&back.to_le_bytes()),
+                    "{back} at {i}"
+                );
             }
         }
     }

@@ -20,12 +20,25 @@ const SIGNALS: [libc::c_int; 6] = [
     libc::SIGTRAP,
 ];
 
-/// Frames of the interrupted code that name a site (as ASan and libFuzzer dedup by top frames).
-pub const SITE_FRAMES: usize = 3;
+/// Functions that name a site: the faulting one and its nearest callers, recursion collapsed.
+pub const SITE_FUNCTIONS: usize = 3;
+
+/// Frames of the target recorded per crash, innermost first: enough to see a recursive parser's
+/// whole path back to the entry (the label collapses the recursion) or a stack overflow's cycle.
+pub const MAX_FRAMES: usize = 1024;
+/// Frames the unwinder may report in all: the signal handler's own come first.
+const RAW_FRAMES: usize = MAX_FRAMES + 64;
 
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static LAST_STACK_OVERFLOW: AtomicBool = AtomicBool::new(false);
-static LAST_FRAMES: [AtomicUsize; SITE_FRAMES] = [const { AtomicUsize::new(0) }; SITE_FRAMES];
+/// The target's frames of the last signal (offsets in the executable), innermost first.
+static LAST_FRAMES: [AtomicUsize; MAX_FRAMES] = [const { AtomicUsize::new(0) }; MAX_FRAMES];
+static LAST_FRAME_COUNT: AtomicUsize = AtomicUsize::new(0);
+static LAST_FAULT_IN_EXE: AtomicBool = AtomicBool::new(false);
+/// The unwinder's raw frames (instruction and stack pointers), static because the handler may
+/// run on a small alternate stack.
+static RAW_IPS: [AtomicUsize; RAW_FRAMES] = [const { AtomicUsize::new(0) }; RAW_FRAMES];
+static RAW_SPS: [AtomicUsize; RAW_FRAMES] = [const { AtomicUsize::new(0) }; RAW_FRAMES];
 static EXE_BASE: AtomicUsize = AtomicUsize::new(0);
 static EXE_END: AtomicUsize = AtomicUsize::new(0);
 static EXE_START: AtomicUsize = AtomicUsize::new(0);
@@ -41,8 +54,12 @@ static PREVIOUS: [OnceLock<libc::sigaction>; 32] = [const { OnceLock::new() }; 3
 pub struct SignalSite {
     /// The signal number.
     pub signal: i32,
-    /// Offsets of the top frames in the main executable (innermost first).
+    /// Offsets of the target's frames in the main executable, innermost first: return
+    /// addresses, after the faulting instruction when it is in the executable.
     pub frames: Vec<usize>,
+    /// True when `frames[0]` is the faulting instruction itself (not a return address: the
+    /// fault was in the executable, not in a shared library it called).
+    pub faulted_in_executable: bool,
     /// A SIGSEGV whose fault address is next to the stack pointer: the stack ran out.
     pub stack_overflow: bool,
     /// Why the process aborted, when the abort was deliberate.
@@ -120,7 +137,7 @@ pub fn record_sanitizer_report(tool: &str, bug: &str) {
         EXE_BASE.load(Ordering::Relaxed),
     );
     let entry = TARGET_ENTRY.load(Ordering::Relaxed);
-    let mut frames = Vec::with_capacity(SITE_FRAMES);
+    let mut frames = Vec::with_capacity(MAX_FRAMES / 16);
     backtrace::trace(|frame| {
         let ip = frame.ip() as usize;
         if frame.sp() as usize >= entry {
@@ -140,7 +157,7 @@ pub fn record_sanitizer_report(tool: &str, bug: &str) {
         if in_target {
             frames.push(ip - base);
         }
-        frames.len() < SITE_FRAMES
+        frames.len() < MAX_FRAMES / 16
     });
     if let Ok(mut report) = SANITIZER_REPORT.lock() {
         *report = Some((
@@ -184,36 +201,86 @@ impl SignalSite {
         }
     }
 
-    /// The label location: the signal and the frame offsets; for a stack overflow, the function
-    /// that overflowed (which instruction faults depends on how deep the input made it go); none
-    /// for running out of memory (one label, as the site is wherever the target was).
+    /// The label location: the signal, the faulting function (with the instruction's offset in
+    /// it) and its nearest callers, recursion collapsed, so one bug is one label however deep a
+    /// recursive parser reached it; for a stack overflow, the functions of the recursive cycle
+    /// (which instruction faults depends on how deep the input made it go); none for running
+    /// out of memory (one label, as the site is wherever the target was).
     #[must_use]
     pub fn location(&self) -> String {
-        let frames: Vec<String> = self.frames.iter().map(|f| format!("exe+{f:#x}")).collect();
+        let site = self.site_functions();
         match &self.cause {
-            AbortCause::OutOfMemory => return String::new(),
-            AbortCause::Sanitizer(report) => {
-                return format!("{} {} at {}", report.tool, report.bug, frames.join(" < "));
+            AbortCause::OutOfMemory => String::new(),
+            AbortCause::Sanitizer(report) => format!("{} {} at {site}", report.tool, report.bug),
+            AbortCause::Fault if self.stack_overflow => {
+                let cycle = recursive_cycle(&function_path(&self.functions()));
+                if cycle.is_empty() {
+                    format!("stack overflow at {site}")
+                } else {
+                    format!("stack overflow in recursion {}", cycle.join(" < "))
+                }
             }
-            AbortCause::Fault | AbortCause::Exit => {}
-        }
-        if self.stack_overflow {
-            // The faulting instruction may be in the recursive function or in anything it calls
-            // (a helper touching the guard page first): the recursive function is the one that
-            // repeats among the frames, and otherwise the caller of the faulting one.
-            let starts: Vec<usize> = self
-                .frames
-                .iter()
-                .filter_map(|&f| function_start(f))
-                .collect();
-            let repeated = starts
-                .iter()
-                .find(|&&s| starts.iter().filter(|&&t| t == s).count() > 1);
-            if let Some(start) = repeated.or(starts.get(1)).or(starts.first()) {
-                return format!("stack overflow in exe+{start:#x}");
+            AbortCause::Fault | AbortCause::Exit => {
+                format!("{} at {site}", self.signal_name())
             }
         }
-        format!("{} at {}", self.signal_name(), frames.join(" < "))
+    }
+
+    /// The target's frames with their functions, innermost first: `(frame, start, name)`, an
+    /// unknown function named by the frame's offset. labelfuzz's own frames (the exit guard,
+    /// the call into the target) are left out: they are the same for every bug.
+    fn functions(&self) -> Vec<(usize, usize, String)> {
+        let table = crate::symbols::functions();
+        self.frames
+            .iter()
+            .enumerate()
+            .map(|(i, &frame)| {
+                // A return address points after its call, which may be a function's last
+                // instruction (a call to `abort`): look the call itself up.
+                let exact = i == 0 && self.faulted_in_executable;
+                let lookup = if exact {
+                    frame
+                } else {
+                    frame.saturating_sub(1)
+                };
+                match table.function_at(lookup) {
+                    Some(f) => (frame, f.start, f.name.to_string()),
+                    None => (frame, frame, format!("exe+{frame:#x}")),
+                }
+            })
+            .filter(|(_, _, name)| !name.starts_with("labelfuzz::"))
+            .collect()
+    }
+
+    /// The faulting function with the instruction's offset, then the nearest callers on the
+    /// collapsed path: `parse_term+0x2a < parse_expr < parse`.
+    fn site_functions(&self) -> String {
+        let functions = self.functions();
+        let Some((frame, start, name)) = functions.first() else {
+            return String::new();
+        };
+        let path = collapse_recursion(&function_path(&functions));
+        let mut parts = vec![format!("{name}+{:#x}", frame - start)];
+        parts.extend(
+            path.iter()
+                .skip(1)
+                .take(SITE_FUNCTIONS - 1)
+                .map(|(_, n)| n.clone()),
+        );
+        parts.join(" < ")
+    }
+
+    /// The site frames kept with the crash (for people): the first of each function on the
+    /// collapsed path, at most [`SITE_FUNCTIONS`].
+    #[must_use]
+    pub fn site_frames(&self) -> Vec<usize> {
+        let functions = self.functions();
+        let path = collapse_recursion(&function_path(&functions));
+        path.iter()
+            .take(SITE_FUNCTIONS)
+            .filter_map(|(start, _)| functions.iter().find(|(_, s, _)| s == start))
+            .map(|(frame, _, _)| *frame)
+            .collect()
     }
 
     /// A short description for people: the sanitizer's bug, or the signal's name.
@@ -255,19 +322,54 @@ pub fn describe_frames(frames: &[usize]) -> String {
     names.join(" < ")
 }
 
-/// The offset of the start of the function containing offset `frame`, from the symbol table.
-fn function_start(frame: usize) -> Option<usize> {
-    let base = EXE_BASE.load(Ordering::Relaxed);
-    // Inlined frames come first, innermost first: the last symbol is the real function. Its
-    // address may be reported loaded or as in the file; either way the offset is the same.
-    let mut start = None;
-    backtrace::resolve((base + frame) as *mut c_void, |symbol| {
-        if let Some(addr) = symbol.addr() {
-            let addr = addr as usize;
-            start = Some(if addr >= base { addr - base } else { addr });
+/// `(start, name)` of each frame's function.
+fn function_path(functions: &[(usize, usize, String)]) -> Vec<(usize, String)> {
+    functions
+        .iter()
+        .map(|(_, start, name)| (*start, name.clone()))
+        .collect()
+}
+
+/// The call path with recursion collapsed: walking outwards from the innermost frame, a
+/// function met again ends a loop, and the frames of the loop are dropped. A path that went
+/// `term < expr < factor < term < expr < parse` becomes `term < expr < parse`, the same as
+/// without recursion.
+#[must_use]
+pub fn collapse_recursion(functions: &[(usize, String)]) -> Vec<(usize, String)> {
+    let mut path: Vec<(usize, String)> = Vec::new();
+    for function in functions {
+        match path.iter().position(|(start, _)| *start == function.0) {
+            Some(i) => path.truncate(i + 1),
+            None => path.push(function.clone()),
         }
+    }
+    path
+}
+
+/// The functions of the innermost recursive cycle (innermost first), rotated to start at the
+/// smallest name so that where the stack ran out does not change the label; empty when no
+/// function repeats.
+#[must_use]
+pub fn recursive_cycle(functions: &[(usize, String)]) -> Vec<String> {
+    // The cycle closes at the first frame whose function was met before, nearer the fault.
+    let closing = functions.iter().enumerate().find_map(|(j, f)| {
+        functions[..j]
+            .iter()
+            .position(|g| g.0 == f.0)
+            .map(|i| (i, j))
     });
-    start
+    let Some((i, j)) = closing else {
+        return Vec::new();
+    };
+    let cycle: Vec<String> = functions[i..j].iter().map(|(_, n)| n.clone()).collect();
+    let first = (0..cycle.len())
+        .min_by(|&a, &b| cycle[a].cmp(&cycle[b]))
+        .unwrap_or(0);
+    cycle[first..]
+        .iter()
+        .chain(&cycle[..first])
+        .cloned()
+        .collect()
 }
 
 extern "C" fn find_executable(
@@ -345,6 +447,7 @@ pub fn take_site() -> Option<SignalSite> {
             return Some(SignalSite {
                 signal,
                 frames,
+                faulted_in_executable: false,
                 stack_overflow: false,
                 cause: AbortCause::Sanitizer(report),
             });
@@ -358,16 +461,16 @@ pub fn take_site() -> Option<SignalSite> {
     let frames = if cause == AbortCause::OutOfMemory {
         Vec::new()
     } else {
-        LAST_FRAMES
+        let count = LAST_FRAME_COUNT.load(Ordering::Relaxed).min(MAX_FRAMES);
+        LAST_FRAMES[..count]
             .iter()
             .map(|f| f.load(Ordering::Relaxed))
-            .take_while(|&f| f != 0)
-            .map(|f| f - 1)
             .collect()
     };
     Some(SignalSite {
         signal,
         frames,
+        faulted_in_executable: LAST_FAULT_IN_EXE.load(Ordering::Relaxed),
         stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
         cause,
     })
@@ -419,34 +522,36 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             EXE_END.load(Ordering::Relaxed),
             EXE_BASE.load(Ordering::Relaxed),
         );
-        let mut frames = [(0usize, 0usize); 64];
         let mut count = 0;
         backtrace::trace_unsynchronized(|frame| {
-            frames[count] = (frame.ip() as usize, frame.sp() as usize);
+            RAW_IPS[count].store(frame.ip() as usize, Ordering::Relaxed);
+            RAW_SPS[count].store(frame.sp() as usize, Ordering::Relaxed);
             count += 1;
-            count < frames.len()
+            count < RAW_FRAMES
         });
         // Frames before the interrupted PC belong to this handler: start at the PC.
-        let start = frames[..count].iter().position(|&(ip, _)| ip == pc);
-        let only_pc = [(pc, 0)];
-        let interrupted: &[(usize, usize)] = match start {
-            Some(i) => &frames[i..count],
-            None => &only_pc,
-        };
+        let start = (0..count).find(|&i| RAW_IPS[i].load(Ordering::Relaxed) == pc);
         let entry = TARGET_ENTRY.load(Ordering::Relaxed);
         let mut kept = 0;
-        for &(ip, frame_sp) in interrupted {
-            if kept == SITE_FRAMES || frame_sp >= entry {
-                break;
-            }
-            if ip >= lo && ip < hi {
-                LAST_FRAMES[kept].store(ip - base + 1, Ordering::Relaxed);
+        let mut keep = |ip: usize| {
+            if kept < MAX_FRAMES && ip >= lo && ip < hi {
+                LAST_FRAMES[kept].store(ip - base, Ordering::Relaxed);
                 kept += 1;
             }
+        };
+        match start {
+            Some(first) => {
+                for i in first..count {
+                    if RAW_SPS[i].load(Ordering::Relaxed) >= entry {
+                        break;
+                    }
+                    keep(RAW_IPS[i].load(Ordering::Relaxed));
+                }
+            }
+            None => keep(pc),
         }
-        for slot in &LAST_FRAMES[kept..] {
-            slot.store(0, Ordering::Relaxed);
-        }
+        LAST_FRAME_COUNT.store(kept, Ordering::Relaxed);
+        LAST_FAULT_IN_EXE.store(pc >= lo && pc < hi, Ordering::Relaxed);
         LAST_SIGNAL.store(signal, Ordering::Relaxed);
 
         match PREVIOUS[signal as usize].get().copied() {
@@ -466,5 +571,47 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
                 libc::raise(signal);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(names: &[&str]) -> Vec<(usize, String)> {
+        // A function's start stands for its identity: derive it from the name.
+        names
+            .iter()
+            .map(|n| (n.bytes().map(usize::from).sum(), (*n).to_string()))
+            .collect()
+    }
+
+    fn names(path: &[(usize, String)]) -> Vec<&str> {
+        path.iter().map(|(_, n)| n.as_str()).collect()
+    }
+
+    #[test]
+    fn recursion_collapses_to_the_path_without_it() {
+        let direct = path(&["term", "expr", "parse"]);
+        let deep = path(&[
+            "term", "expr", "factor", "term", "expr", "factor", "term", "expr", "parse",
+        ]);
+        assert_eq!(
+            names(&collapse_recursion(&direct)),
+            ["term", "expr", "parse"]
+        );
+        assert_eq!(collapse_recursion(&deep), collapse_recursion(&direct));
+        let through_unary = path(&["term", "expr", "factor", "unary", "factor", "term", "expr"]);
+        assert_eq!(names(&collapse_recursion(&through_unary)), ["term", "expr"]);
+    }
+
+    #[test]
+    fn a_recursive_cycle_does_not_depend_on_where_the_stack_ran_out() {
+        let a = path(&["memset", "b", "c", "a", "b", "c", "a", "b"]);
+        let b = path(&["c", "a", "b", "c", "a", "b", "c"]);
+        assert_eq!(recursive_cycle(&a), ["a", "b", "c"]);
+        assert_eq!(recursive_cycle(&b), ["a", "b", "c"]);
+        assert_eq!(recursive_cycle(&path(&["f", "f", "f"])), ["f"]);
+        assert!(recursive_cycle(&path(&["f", "g"])).is_empty());
     }
 }

@@ -172,11 +172,17 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
         assert!(loc.starts_with(location_start), "{loc}");
         loc.clone()
     };
-    let abort = expect(b"A!", "signal", "SIGABRT at exe+");
-    let null = expect(b"N!", "signal", "SIGSEGV at exe+");
-    let overflow = expect(b"S!", "stack-overflow", "stack overflow in exe+");
+    let abort = expect(b"A!", "signal", "SIGABRT at ");
+    assert!(abort.contains("std::process::abort"), "{abort}");
+    let null = expect(b"N!", "signal", "SIGSEGV at faults::null_write+");
+    let overflow = expect(
+        b"S!",
+        "stack-overflow",
+        "stack overflow in recursion faults::recurse",
+    );
     expect(b"L!", "timeout", "");
-    expect(b"X!", "exit", "SIGABRT at exe+");
+    let exit = expect(b"X!", "exit", "SIGABRT at ");
+    assert!(exit.contains("std::process::exit"), "{exit}");
     expect(b"M!", "oom", "");
     assert_ne!(
         null, overflow,
@@ -444,4 +450,95 @@ fn a_read_only_output_directory_is_refused_before_fuzzing_and_left_as_it_was() {
         "{stderr}"
     );
     assert_eq!(common::crashes_by_input(&out), before);
+}
+
+#[test]
+fn keywords_compared_with_slice_equality_are_found_through_their_operands() {
+    let fuzzer = build_fuzzer("keywords");
+    let out = scratch("keywords");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "500000",
+            "--seed",
+            "3",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let crashes = common::crashes_by_input(&out);
+    let inputs: Vec<&[u8]> = crashes.keys().map(Vec::as_slice).collect();
+    assert_eq!(
+        inputs,
+        vec![&b"labelfuzz-magic-header"[..], &b"null"[..]],
+        "{crashes:?}"
+    );
+}
+
+/// Runs `fuzzer --replay` on one input; returns the edges it covers.
+fn edges_of(fuzzer: &std::path::Path, name: &str, input: &[u8]) -> u64 {
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/input"), input).unwrap();
+    let out = dir.join("out");
+    let result = run(
+        fuzzer,
+        &[
+            "--replay",
+            "-o",
+            out.to_str().unwrap(),
+            dir.join("in").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    summary(&out)["edges"].as_u64().expect("edges")
+}
+
+#[test]
+fn a_bug_inside_a_registry_crate_is_found_with_the_default_build() {
+    let fuzzer = build_fuzzer("registry_bug");
+    let out = scratch("registry-bug");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "3000000",
+            "--seed",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let crashes = common::crashes_by_input(&out);
+    assert_eq!(crashes.len(), 1, "{crashes:?}");
+    let (input, (kind, location)) = crashes.iter().next().unwrap();
+    assert_eq!(kind, "panic");
+    assert!(
+        location.contains("/registry/src/") && location.contains("/chrono-"),
+        "the panic is inside chrono: {location}"
+    );
+    let text = String::from_utf8_lossy(input);
+    assert_eq!(text.matches('-').count(), 2, "a date: {text:?}");
+
+    // proc-macro2 is also built for the host (as a dependency of proc-macros), plain; the
+    // target's copy is instrumented: lexing a real token stream covers far more than `(` alone.
+    let alone = edges_of(&fuzzer, "registry-bug-paren", b"(");
+    let tokens = edges_of(
+        &fuzzer,
+        "registry-bug-tokens",
+        b"(fn f(x: u8) -> u8 { x + 1 } // 'a \"s\" 0x1f",
+    );
+    assert!(
+        tokens > alone + 30,
+        "proc-macro2's lexer is instrumented: {tokens} vs {alone} edges"
+    );
 }

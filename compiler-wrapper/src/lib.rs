@@ -49,6 +49,20 @@ const INSTRUMENT_FLAGS: [&str; 3] = [
     "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
 ];
 
+/// Comparison routines clang must leave as calls (as `-fsanitize=fuzzer` does): a `memcmp`
+/// against a constant would otherwise be inlined, and the labelfuzz interceptors, which hand
+/// both operands to the CmpLog stage, would never see it.
+const KEEP_COMPARE_CALLS: [&str; 8] = [
+    "-fno-builtin-memcmp",
+    "-fno-builtin-bcmp",
+    "-fno-builtin-strcmp",
+    "-fno-builtin-strncmp",
+    "-fno-builtin-strcasecmp",
+    "-fno-builtin-strncasecmp",
+    "-fno-builtin-strstr",
+    "-fno-builtin-memmem",
+];
+
 /// Libraries a Rust static library needs from the system (`rustc --print native-static-libs`).
 const RUST_NATIVE_LIBS: [&str; 6] = ["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
@@ -367,7 +381,10 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         // LibAFL's wrapper would invent an `-o` (next to the source, or one for several
         // sources, or instead of stdout for `-E`); clang's own defaults are what builds expect.
         let mut command = Command::new(llvm.tool(if cpp { "clang++" } else { "clang" }));
-        command.args(&invocation.args).args(INSTRUMENT_FLAGS);
+        command
+            .args(&invocation.args)
+            .args(INSTRUMENT_FLAGS)
+            .args(KEEP_COMPARE_CALLS);
         let status = command
             .status()
             .map_err(|e| WrapperError::Clang(format!("could not run clang: {e}")))?;
@@ -393,6 +410,9 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         .map_err(|e| WrapperError::Clang(format!("{e:?}")))?;
     if invocation.output != Output::Query {
         clang.add_arg(INSTRUMENT_FLAGS[0]);
+        for flag in KEEP_COMPARE_CALLS {
+            clang.add_arg(flag);
+        }
     }
     if invocation.output == Output::Executable {
         if link_harness {

@@ -452,7 +452,7 @@ fn main() {
     eprintln!("bench: building labelfuzz fuzzers");
     let lf_empty = build_labelfuzz("empty", None);
     let lf_planted = build_labelfuzz("planted", None);
-    let lf_json = build_labelfuzz("json", Some("serde_json"));
+    let lf_json = build_labelfuzz("json", None);
     eprintln!("bench: building libFuzzer twins");
     let lib = build_libfuzzer();
 

@@ -1,6 +1,5 @@
-//! Fuzzes serde_json's parser. serde_json comes from the registry, so its code is only
-//! instrumented when named: `LABELFUZZ_INSTRUMENT=serde_json cargo make fuzz-target
-//! FUZZ_TARGET=fuzzers/json` (the benchmark does this).
+//! Fuzzes serde_json's parser (a registry crate, instrumented like every crate of the target:
+//! `cargo make fuzz-target TARGET=json`).
 
 labelfuzz::fuzz_target!(|data: &[u8]| {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
