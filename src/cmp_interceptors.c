@@ -75,72 +75,56 @@ static int fallback_strncmp(const char *a, const char *b, size_t n, int fold) {
   return 0;
 }
 
-static memcmp_fn real_memcmp, real_bcmp;
-static strcmp_fn real_strcmp, real_strcasecmp;
-static strncmp_fn real_strncmp, real_strncasecmp;
-static memmem_fn real_memmem;
-static strstr_fn real_strstr;
+// memcmp and bcmp.
+#define INTERCEPT_MEMORY_COMPARE(name)                                              \
+  int name(const void *a, const void *b, size_t n) {                               \
+    if (___interceptor_##name) return ___interceptor_##name(a, b, n);              \
+    static memcmp_fn cache;                                                        \
+    memcmp_fn f = REAL(memcmp_fn, name, cache);                                    \
+    int result = f ? f(a, b, n) : fallback_memcmp(a, b, n);                        \
+    if (libafl_cmplog_enabled)                                                     \
+      __sanitizer_weak_hook_memcmp(__builtin_return_address(0), a, b, n, result);  \
+    return result;                                                                 \
+  }
 
-int memcmp(const void *a, const void *b, size_t n) {
-  if (___interceptor_memcmp) return ___interceptor_memcmp(a, b, n);
-  memcmp_fn f = REAL(memcmp_fn, memcmp, real_memcmp);
-  int result = f ? f(a, b, n) : fallback_memcmp(a, b, n);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_memcmp(__builtin_return_address(0), a, b, n, result);
-  return result;
-}
+// strcmp and strcasecmp (`fold`: case-insensitive).
+#define INTERCEPT_STRING_COMPARE(name, fold)                                        \
+  int name(const char *a, const char *b) {                                         \
+    if (___interceptor_##name) return ___interceptor_##name(a, b);                 \
+    static strcmp_fn cache;                                                        \
+    strcmp_fn f = REAL(strcmp_fn, name, cache);                                    \
+    int result = f ? f(a, b) : fallback_strncmp(a, b, SIZE_MAX, fold);             \
+    if (libafl_cmplog_enabled)                                                     \
+      __sanitizer_weak_hook_strcmp(__builtin_return_address(0), a, b, result);     \
+    return result;                                                                 \
+  }
 
-int bcmp(const void *a, const void *b, size_t n) {
-  if (___interceptor_bcmp) return ___interceptor_bcmp(a, b, n);
-  memcmp_fn f = REAL(memcmp_fn, bcmp, real_bcmp);
-  int result = f ? f(a, b, n) : fallback_memcmp(a, b, n);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_memcmp(__builtin_return_address(0), a, b, n, result);
-  return result;
-}
+// strncmp and strncasecmp.
+#define INTERCEPT_BOUNDED_STRING_COMPARE(name, fold)                                \
+  int name(const char *a, const char *b, size_t n) {                               \
+    if (___interceptor_##name) return ___interceptor_##name(a, b, n);              \
+    static strncmp_fn cache;                                                       \
+    strncmp_fn f = REAL(strncmp_fn, name, cache);                                  \
+    int result = f ? f(a, b, n) : fallback_strncmp(a, b, n, fold);                 \
+    if (libafl_cmplog_enabled)                                                     \
+      __sanitizer_weak_hook_strncmp(__builtin_return_address(0), a, b, n, result); \
+    return result;                                                                 \
+  }
 
-int strcmp(const char *a, const char *b) {
-  if (___interceptor_strcmp) return ___interceptor_strcmp(a, b);
-  strcmp_fn f = REAL(strcmp_fn, strcmp, real_strcmp);
-  int result = f ? f(a, b) : fallback_strncmp(a, b, SIZE_MAX, 0);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_strcmp(__builtin_return_address(0), a, b, result);
-  return result;
-}
-
-int strncmp(const char *a, const char *b, size_t n) {
-  if (___interceptor_strncmp) return ___interceptor_strncmp(a, b, n);
-  strncmp_fn f = REAL(strncmp_fn, strncmp, real_strncmp);
-  int result = f ? f(a, b, n) : fallback_strncmp(a, b, n, 0);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_strncmp(__builtin_return_address(0), a, b, n, result);
-  return result;
-}
-
-int strcasecmp(const char *a, const char *b) {
-  if (___interceptor_strcasecmp) return ___interceptor_strcasecmp(a, b);
-  strcmp_fn f = REAL(strcmp_fn, strcasecmp, real_strcasecmp);
-  int result = f ? f(a, b) : fallback_strncmp(a, b, SIZE_MAX, 1);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_strcmp(__builtin_return_address(0), a, b, result);
-  return result;
-}
-
-int strncasecmp(const char *a, const char *b, size_t n) {
-  if (___interceptor_strncasecmp) return ___interceptor_strncasecmp(a, b, n);
-  strncmp_fn f = REAL(strncmp_fn, strncasecmp, real_strncasecmp);
-  int result = f ? f(a, b, n) : fallback_strncmp(a, b, n, 1);
-  if (libafl_cmplog_enabled)
-    __sanitizer_weak_hook_strncmp(__builtin_return_address(0), a, b, n, result);
-  return result;
-}
+INTERCEPT_MEMORY_COMPARE(memcmp)
+INTERCEPT_MEMORY_COMPARE(bcmp)
+INTERCEPT_STRING_COMPARE(strcmp, 0)
+INTERCEPT_STRING_COMPARE(strcasecmp, 1)
+INTERCEPT_BOUNDED_STRING_COMPARE(strncmp, 0)
+INTERCEPT_BOUNDED_STRING_COMPARE(strncasecmp, 1)
 
 // A search for a needle: the needle against the haystack's start is the comparison that
 // input-to-state replacement can act on (write the needle where the input has other bytes).
 void *memmem(const void *haystack, size_t haystack_len, const void *needle, size_t needle_len) {
   if (___interceptor_memmem)
     return ___interceptor_memmem(haystack, haystack_len, needle, needle_len);
-  memmem_fn f = REAL(memmem_fn, memmem, real_memmem);
+  static memmem_fn cache;
+  memmem_fn f = REAL(memmem_fn, memmem, cache);
   void *found = NULL;
   if (f) {
     found = f(haystack, haystack_len, needle, needle_len);
@@ -156,7 +140,8 @@ void *memmem(const void *haystack, size_t haystack_len, const void *needle, size
 
 char *strstr(const char *haystack, const char *needle) {
   if (___interceptor_strstr) return ___interceptor_strstr(haystack, needle);
-  strstr_fn f = REAL(strstr_fn, strstr, real_strstr);
+  static strstr_fn cache;
+  strstr_fn f = REAL(strstr_fn, strstr, cache);
   char *found = NULL;
   if (f) {
     found = f(haystack, needle);

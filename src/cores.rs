@@ -183,6 +183,7 @@ pub(crate) fn fuzz_on_cores(
             }
             return Err(Error::shutting_down());
         };
+        crate::engine::share_seen_filter();
         setup_restarting_mgr_llmp(
             provider.clone(),
             configuration,

@@ -219,6 +219,7 @@ fn fuzz_in_one_process(
     start: &StartInputs,
 ) -> Result<Outcome, LabelfuzzError> {
     let mut shmem_provider = StdShMemProvider::new()?;
+    share_seen_filter();
     let (restored, manager) =
         match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
             Ok(launched) => launched,
@@ -240,6 +241,14 @@ fn fuzz_in_one_process(
         summary,
         supervisor: false,
     })
+}
+
+/// Shares the "already run" filter between this supervisor and the fuzzing processes it
+/// starts (a failure only costs speed: each process then keeps its own).
+pub(crate) fn share_seen_filter() {
+    if let Err(e) = crate::seen::share_across_restarts() {
+        eprintln!("labelfuzz: warning: the filter of inputs already run is not shared across restarts: {e}");
+    }
 }
 
 /// Which client of a multi-core run this process is.
@@ -332,7 +341,7 @@ fn fuzz_until_done<EM: ClientManager>(
         )?,
     };
     state.set_max_size(config.max_len);
-    let mut seen = SeenFilter::default();
+    let mut seen = SeenFilter::for_fuzzing_process();
     if let Ok(killed) = state.metadata::<KilledInputs>() {
         for hash in killed.hashes() {
             seen.pin(hash);

@@ -36,44 +36,102 @@ const WORDS_PER_HALF: usize = WORDS_PER_BLOCK / 2;
 const BITS_PER_INPUT: usize = 14;
 
 /// A blocked bloom filter of executed inputs, in two generations.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SeenFilter {
-    words: Vec<u64>,
+    /// A header block (the generation counters), then the filter's blocks.
+    memory: Memory,
     block_mask: usize,
-    /// Which half of each block the current generation uses (0 or 1).
-    current: usize,
-    /// Inputs in the current generation.
-    current_load: u64,
     /// Inputs a generation takes before the older one is cleared.
     design_load: u64,
-    /// Distinct inputs inserted over the whole run.
-    inserted: u64,
-    /// Generations cleared so far.
-    rotations: u64,
     /// Hashes that must never be forgotten (inputs that killed the process).
     pinned: Vec<u64>,
+}
+
+/// Where the filter's words live.
+#[derive(Debug)]
+enum Memory {
+    /// This process's own.
+    Owned(Box<[u64]>),
+    /// Shared with the supervisor and every process it restarts (see [`share_across_restarts`]).
+    Shared(&'static mut [u64]),
+}
+
+// The header block's words.
+/// Which half of each block the current generation uses (0 or 1).
+const CURRENT: usize = 0;
+/// Inputs in the current generation.
+const CURRENT_LOAD: usize = 1;
+/// Generations cleared so far.
+const ROTATIONS: usize = 2;
+/// Distinct inputs inserted over the whole run.
+const INSERTED: usize = 3;
+
+impl Clone for SeenFilter {
+    /// A copy in this process's own memory.
+    fn clone(&self) -> Self {
+        SeenFilter {
+            memory: Memory::Owned(self.words().into()),
+            block_mask: self.block_mask,
+            design_load: self.design_load,
+            pinned: self.pinned.clone(),
+        }
+    }
+}
+
+/// The number of 64-byte blocks in about `bytes` (a power of two, at least one).
+fn blocks_in(bytes: usize) -> usize {
+    let blocks = (bytes / 64).max(1);
+    if blocks.is_power_of_two() {
+        blocks
+    } else {
+        blocks.next_power_of_two() / 2
+    }
 }
 
 impl SeenFilter {
     /// A filter using about `bytes` of memory (rounded down to a power of two, at least 64).
     #[must_use]
     pub fn with_memory(bytes: usize) -> Self {
-        let blocks = (bytes / 64).max(1);
-        let blocks = if blocks.is_power_of_two() {
-            blocks
-        } else {
-            blocks.next_power_of_two() / 2
-        };
-        let bits_per_generation = blocks * WORDS_PER_HALF * 64;
-        SeenFilter {
-            words: vec![0; blocks * WORDS_PER_BLOCK],
-            block_mask: blocks - 1,
-            current: 0,
-            current_load: 0,
-            design_load: (bits_per_generation / BITS_PER_INPUT).max(1) as u64,
-            inserted: 0,
-            rotations: 0,
+        let words = (blocks_in(bytes) + 1) * WORDS_PER_BLOCK;
+        Self::in_memory(Memory::Owned(vec![0; words].into_boxed_slice()))
+    }
+
+    fn in_memory(memory: Memory) -> Self {
+        let mut filter = SeenFilter {
+            memory,
+            block_mask: 0,
+            design_load: 1,
             pinned: Vec::new(),
+        };
+        let blocks = filter.words().len() / WORDS_PER_BLOCK - 1;
+        let bits_per_generation = blocks * WORDS_PER_HALF * 64;
+        filter.block_mask = blocks - 1;
+        filter.design_load = (bits_per_generation / BITS_PER_INPUT).max(1) as u64;
+        filter
+    }
+
+    /// The filter for a fuzzing process: in the memory its supervisor shares with every
+    /// process it restarts when [`share_across_restarts`] ran there (what the previous
+    /// processes ran is then remembered), otherwise the default size of its own.
+    #[must_use]
+    pub fn for_fuzzing_process() -> Self {
+        match take_shared() {
+            Some(words) => Self::in_memory(Memory::Shared(words)),
+            None => Self::default(),
+        }
+    }
+
+    fn words(&self) -> &[u64] {
+        match &self.memory {
+            Memory::Owned(words) => words,
+            Memory::Shared(words) => words,
+        }
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        match &mut self.memory {
+            Memory::Owned(words) => words,
+            Memory::Shared(words) => words,
         }
     }
 
@@ -84,14 +142,16 @@ impl SeenFilter {
 
     /// [`SeenFilter::check_and_insert`] for an input known by its [`input_hash`].
     pub fn check_and_insert_hash(&mut self, hash: u64) -> bool {
-        let block = ((hash >> 32) as usize & self.block_mask) * WORDS_PER_BLOCK;
-        let words = &mut self.words[block..block + WORDS_PER_BLOCK];
-        let (current, older) = if self.current == 0 {
-            let (a, b) = words.split_at_mut(WORDS_PER_HALF);
-            (a, &*b)
+        let block = (((hash >> 32) as usize & self.block_mask) + 1) * WORDS_PER_BLOCK;
+        let design_load = self.design_load;
+        let all = self.words_mut();
+        let current_half = all[CURRENT] as usize;
+        let words = &mut all[block..block + WORDS_PER_BLOCK];
+        let (low, high) = words.split_at_mut(WORDS_PER_HALF);
+        let (current, older) = if current_half == 0 {
+            (low, &*high)
         } else {
-            let (a, b) = words.split_at_mut(WORDS_PER_HALF);
-            (b, &*a)
+            (high, &*low)
         };
         // The probes' bit positions come from a remix of the hash, eight bits each, so they do
         // not depend on the bits that chose the block.
@@ -105,11 +165,11 @@ impl SeenFilter {
             current[word] |= mask;
         }
         if !in_current {
-            self.current_load += 1;
+            all[CURRENT_LOAD] += 1;
             if !in_older {
-                self.inserted += 1;
+                all[INSERTED] += 1;
             }
-            if self.current_load >= self.design_load {
+            if all[CURRENT_LOAD] >= design_load {
                 self.rotate();
             }
         }
@@ -118,13 +178,14 @@ impl SeenFilter {
 
     /// Clears the older generation and makes it the current one; pinned inputs go into it.
     fn rotate(&mut self) {
-        self.current ^= 1;
-        let offset = self.current * WORDS_PER_HALF;
-        for block in self.words.chunks_exact_mut(WORDS_PER_BLOCK) {
+        let all = self.words_mut();
+        all[CURRENT] ^= 1;
+        let offset = all[CURRENT] as usize * WORDS_PER_HALF;
+        for block in all[WORDS_PER_BLOCK..].chunks_exact_mut(WORDS_PER_BLOCK) {
             block[offset..offset + WORDS_PER_HALF].fill(0);
         }
-        self.current_load = 0;
-        self.rotations += 1;
+        all[CURRENT_LOAD] = 0;
+        all[ROTATIONS] += 1;
         for hash in std::mem::take(&mut self.pinned) {
             self.pin(hash);
         }
@@ -140,7 +201,7 @@ impl SeenFilter {
     /// and an input forgotten by a generation change and run again counts twice).
     #[must_use]
     pub fn inserted(&self) -> u64 {
-        self.inserted
+        self.words()[INSERTED]
     }
 
     /// How many inputs a generation holds before the older one is cleared: the filter
@@ -153,14 +214,87 @@ impl SeenFilter {
     /// How many times a generation was cleared.
     #[must_use]
     pub fn rotations(&self) -> u64 {
-        self.rotations
+        self.words()[ROTATIONS]
     }
 
-    /// The memory used, in bytes.
+    /// Inputs in the current generation.
+    #[cfg(test)]
+    fn current_load(&self) -> u64 {
+        self.words()[CURRENT_LOAD]
+    }
+
+    /// The memory used by the filter's blocks, in bytes.
     #[must_use]
     pub fn memory(&self) -> usize {
-        self.words.len() * 8
+        (self.words().len() - WORDS_PER_BLOCK) * 8
     }
+}
+
+/// The default filter size.
+const DEFAULT_MEMORY: usize = 16 << 20;
+
+/// The shared filter memory of this process tree, once mapped.
+static SHARED: std::sync::Mutex<Option<SharedWords>> = std::sync::Mutex::new(None);
+
+/// A shared anonymous mapping, handed out once per process.
+struct SharedWords {
+    words: *mut u64,
+    len: usize,
+    taken_by: u32,
+}
+
+// SAFETY: the pointer is to a mapping that lives for the whole process; who may use it is
+// decided under the mutex (one filter per process).
+unsafe impl Send for SharedWords {}
+
+/// Maps the filter's memory shared with the processes this one forks from now on (call it in a
+/// supervisor, before it starts fuzzing processes). A fuzzing process that a crash ended leaves
+/// what it ran in that memory: the next one does not run it all again, and the filter's pages
+/// are not faulted in, zeroed and freed once per restart.
+///
+/// # Errors
+/// When the memory cannot be mapped; fuzzing processes then use their own.
+pub fn share_across_restarts() -> std::io::Result<()> {
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if shared.is_some() {
+        return Ok(());
+    }
+    let len = (blocks_in(DEFAULT_MEMORY) + 1) * WORDS_PER_BLOCK;
+    // SAFETY: a fresh anonymous mapping, never unmapped; zero-filled by the kernel.
+    let pointer = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len * 8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if pointer == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    *shared = Some(SharedWords {
+        words: pointer.cast(),
+        len,
+        taken_by: 0,
+    });
+    Ok(())
+}
+
+/// The shared words, for the first filter of a process that inherited them.
+fn take_shared() -> Option<&'static mut [u64]> {
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    let region = shared.as_mut()?;
+    let me = std::process::id();
+    if region.taken_by == me {
+        return None;
+    }
+    region.taken_by = me;
+    // SAFETY: the mapping lives as long as the process, and each process takes it once, so
+    // this is its only reference in this process; the supervisor that mapped it never
+    // touches it, and it runs one fuzzing process at a time.
+    Some(unsafe { std::slice::from_raw_parts_mut(region.words, region.len) })
 }
 
 /// A 64-bit finalizer (splitmix64's): every output bit depends on every input bit.
@@ -204,7 +338,7 @@ impl KilledInputs {
 impl Default for SeenFilter {
     /// 16 MiB: each generation holds about 4.8 million inputs.
     fn default() -> Self {
-        SeenFilter::with_memory(16 << 20)
+        SeenFilter::with_memory(DEFAULT_MEMORY)
     }
 }
 
@@ -268,7 +402,7 @@ mod tests {
             let before = seen.rotations();
             seen.check_and_insert(&next.to_le_bytes());
             next += 1;
-            if seen.rotations() == before && seen.current_load == load - 1 {
+            if seen.rotations() == before && seen.current_load() == load - 1 {
                 let rate = false_positive_rate(&mut seen, 1 << 40, 20_000);
                 assert!(rate < 0.01, "{rate} after {next} inputs");
             }
@@ -329,5 +463,30 @@ mod tests {
             seen.check_and_insert(&i.to_le_bytes());
         }
         assert_eq!(seen.memory(), 1 << 12, "generations reuse the same memory");
+    }
+
+    #[test]
+    fn a_shared_filter_remembers_what_an_ended_process_ran() {
+        share_across_restarts().unwrap();
+        // SAFETY: a plain fork in a test; the child only uses its filter and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            let mut seen = SeenFilter::for_fuzzing_process();
+            let fresh = !seen.check_and_insert(b"run by the first process");
+            // Ends like a crashed fuzzing process: no destructor, no unwinding.
+            unsafe { libc::_exit(if fresh { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(child, &raw mut status, 0) };
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        let mut seen = SeenFilter::for_fuzzing_process();
+        assert_eq!(seen.memory(), DEFAULT_MEMORY);
+        assert!(seen.check_and_insert(b"run by the first process"));
+        assert!(!seen.check_and_insert(b"never run"));
+        assert!(
+            matches!(SeenFilter::for_fuzzing_process().memory, Memory::Owned(_)),
+            "one shared filter per process"
+        );
     }
 }
