@@ -661,8 +661,15 @@ pub struct ReportStage {
     reporter: Reporter,
     limits: Limits,
     every: Duration,
-    last: Duration,
 }
+
+/// When the output directory was last written (state metadata, so that a process restarted
+/// after a crash does not rewrite it at once: a target that crashes often restarts the
+/// process many times a second).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct LastReport(Duration);
+
+libafl_bolts::impl_serdeany!(LastReport);
 
 impl ReportStage {
     /// Reports through `reporter` at most once per `every`, and checks `limits`.
@@ -672,7 +679,6 @@ impl ReportStage {
             reporter,
             limits,
             every,
-            last: Duration::ZERO,
         }
     }
 }
@@ -701,8 +707,10 @@ where
         // `Limits::exhausted` before every execution.
         self.limits.exhausted(state);
         let now = current_time();
-        if now.saturating_sub(self.last) >= self.every || state.stop_requested() {
-            self.last = now;
+        let stopping = state.stop_requested();
+        let last = state.metadata_or_insert_with(LastReport::default);
+        if now.saturating_sub(last.0) >= self.every || stopping {
+            last.0 = now;
             // Reproducers are on disk already; the solutions corpus only grows memory.
             let ids: Vec<_> = state.solutions().ids().collect();
             for id in ids {
