@@ -329,6 +329,12 @@ impl KilledInputs {
         self.hashes.insert(hash);
     }
 
+    /// True when the input with this hash ended a process.
+    #[must_use]
+    pub fn contains(&self, hash: u64) -> bool {
+        self.hashes.contains(&hash)
+    }
+
     /// The remembered hashes.
     pub fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
         self.hashes.iter().copied()

@@ -31,6 +31,7 @@ use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::mutators::Expansions;
 use crate::report::Reporter;
+use crate::seen::{input_hash, KilledInputs};
 use crate::shrink::{shrink, Plan, Verdict};
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.
@@ -244,9 +245,11 @@ impl Considerer {
     /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
     ///
     /// A candidate may end the process (a signal or a timeout). The reproducer is saved first and
-    /// the input joins the killed inputs that the next process's filter skips, so after the
-    /// restart [`CrashShrinkStage`] resumes from the best reproducer so far without running that
-    /// candidate again.
+    /// the input joins the killed inputs, which crash shrinking skips, so after the restart
+    /// [`CrashShrinkStage`] resumes from the best reproducer so far without running that
+    /// candidate again. Other candidates run even when the filter of inputs already run has
+    /// seen them: whether a timeout or an out-of-memory shows can depend on timing, and a
+    /// candidate that once ended another way must get its own run.
     pub fn shrink_crashes<E, EM, S, Z>(
         &mut self,
         fuzzer: &mut Z,
@@ -264,9 +267,11 @@ impl Considerer {
         while let Some((input, target)) = work.pop() {
             let mut failure = None;
             let mut others = Vec::new();
-            let mut judge = |candidate: &[u8]| match self
-                .evaluate(fuzzer, executor, state, manager, candidate, true)
-            {
+            let mut judge = |candidate: &[u8]| match killed_before(state, candidate)
+                .then_some(Ok(Outcome::Nothing))
+                .unwrap_or_else(|| {
+                    self.evaluate(fuzzer, executor, state, manager, candidate, false)
+                }) {
                 Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
                 Ok(Outcome::Crash(Some(label))) => {
                     others.push((candidate.to_vec(), label));
@@ -298,6 +303,14 @@ impl Considerer {
         }
         Ok(())
     }
+}
+
+/// True when `bytes` ended a process before (a signal or a timeout): running it again would
+/// only end this one too.
+fn killed_before<S: HasMetadata>(state: &S, bytes: &[u8]) -> bool {
+    state
+        .metadata::<KilledInputs>()
+        .is_ok_and(|killed| killed.contains(input_hash(bytes)))
 }
 
 /// Finishes the shrinking of crash reproducers that a restart interrupted.

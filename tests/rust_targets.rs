@@ -180,6 +180,11 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
         "stack-overflow",
         "stack overflow in recursion faults::recurse",
     );
+    expect(
+        b"R!",
+        "stack-overflow",
+        "stack overflow in recursion faults::ping < faults::pong",
+    );
     expect(b"L!", "timeout", "");
     let exit = expect(b"X!", "exit", "SIGABRT at ");
     assert!(exit.contains("std::process::exit"), "{exit}");
@@ -191,7 +196,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_ne!(abort, null);
     assert_eq!(
         crashes.len(),
-        6,
+        7,
         "one label per bug, no duplicates: {by_input:?}"
     );
     for crash in crashes {

@@ -3,6 +3,8 @@
 //! - `A!`: `std::process::abort()` → SIGABRT;
 //! - `N!`: a write through a null pointer → SIGSEGV at one site;
 //! - `S!`: unbounded recursion → stack overflow, SIGSEGV at another site;
+//! - `R!`: unbounded mutual recursion (`ping` calls `pong` calls `ping`) → a stack overflow
+//!   labelled by both functions;
 //! - `L!`: an endless loop → timeout;
 //! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash;
 //! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`.
@@ -33,6 +35,23 @@ fn recurse(depth: u64) -> u64 {
 }
 
 #[inline(never)]
+fn ping(depth: u64) -> u64 {
+    let frame = [depth as u8; 256];
+    black_box(&frame);
+    1 + pong(black_box(depth + 1))
+}
+
+#[inline(never)]
+fn pong(depth: u64) -> u64 {
+    let frame = [depth as u8; 256];
+    if black_box(depth) == u64::MAX {
+        return 0;
+    }
+    black_box(&frame);
+    1 + ping(black_box(depth + 1))
+}
+
+#[inline(never)]
 fn hoard_memory() -> usize {
     let mut blocks = Vec::new();
     for _ in 0..64 {
@@ -59,6 +78,9 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if tagged(data, b'S') {
         black_box(recurse(0));
+    }
+    if tagged(data, b'R') {
+        black_box(ping(0));
     }
     if tagged(data, b'L') {
         hang();
