@@ -593,7 +593,8 @@ impl<M> CmpLogStage<M> {
     #[must_use]
     pub fn new(mutants: HavocStage<M>) -> Self {
         CmpLogStage {
-            observer: libafl_targets::CmpLogObserver::new("cmplog", true),
+            // The operands are read by `traced_operands`, not by LibAFL's full-map scan.
+            observer: libafl_targets::CmpLogObserver::new("cmplog", false),
             mutants,
             traced: BytesInput::new(Vec::new()),
             cache: TracedCache::default(),
@@ -632,9 +633,8 @@ where
                 self.observer.pre_exec(state, &self.traced)?;
                 let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
                 self.observer.post_exec(state, &self.traced, &exit_kind)?;
-                let logged = std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list);
                 if exit_kind == ExitKind::Ok {
-                    distinct_operands(logged, MAX_TRACED_OPERANDS)
+                    distinct_operands(traced_operands(), MAX_TRACED_OPERANDS)
                 } else {
                     Vec::new()
                 }
@@ -650,6 +650,76 @@ where
         self.cache.put(id, list);
         Ok(())
     }
+}
+
+/// The comparison sites a traced run hit, over LibAFL's CmpLog map: LibAFL reads the operands
+/// through this view, which lists only the sites with hits, found by scanning the map's headers
+/// a word at a time. LibAFL's own reader visits all 65 536 sites through the map's accessors,
+/// which costs more than a fast target's execution; after each restart a process traces again.
+struct HitSites<'a> {
+    map: &'a libafl_targets::CmpLogMap,
+    hit: Vec<usize>,
+}
+
+impl<'a> HitSites<'a> {
+    fn of(map: &'a libafl_targets::CmpLogMap) -> Self {
+        // The map is `repr(C)` and starts with one 4-byte header a site (`hits: u16`, then
+        // shape and kind): two headers a word, zero when the site was not hit since the reset.
+        const HEADERS: usize = libafl_targets::CMPLOG_MAP_W;
+        // SAFETY: the headers are the map's first HEADERS * 4 bytes, plain integers.
+        let words = unsafe {
+            std::slice::from_raw_parts(std::ptr::from_ref(map).cast::<u64>(), HEADERS / 2)
+        };
+        let mut hit = Vec::new();
+        for (i, &word) in words.iter().enumerate() {
+            if word & 0xffff != 0 {
+                hit.push(2 * i);
+            }
+            if (word >> 32) & 0xffff != 0 {
+                hit.push(2 * i + 1);
+            }
+        }
+        HitSites { map, hit }
+    }
+}
+
+impl std::fmt::Debug for HitSites<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HitSites").field("hit", &self.hit).finish()
+    }
+}
+
+impl libafl::observers::CmpMap for HitSites<'_> {
+    fn len(&self) -> usize {
+        self.hit.len()
+    }
+
+    fn executions_for(&self, idx: usize) -> usize {
+        self.map.executions_for(self.hit[idx])
+    }
+
+    fn usable_executions_for(&self, idx: usize) -> usize {
+        self.map.usable_executions_for(self.hit[idx])
+    }
+
+    fn values_of(&self, idx: usize, execution: usize) -> Option<libafl::observers::CmpValues> {
+        self.map.values_of(self.hit[idx], execution)
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The operands of the comparisons the last traced run logged (LibAFL's filtering of loop
+/// counters included).
+fn traced_operands() -> Vec<libafl::observers::CmpValues> {
+    // SAFETY: read after the traced run, while nothing writes the map.
+    let map = unsafe { &*std::ptr::addr_of!(libafl_targets::CMPLOG_MAP) };
+    let mut sites = HitSites::of(map);
+    let mut metadata = CmpValuesMetadata::new();
+    metadata.add_from(sites.hit.len(), &mut sites);
+    metadata.list
 }
 
 /// Copies the scheduled input into `buffer` (reused: no allocation per scheduled input) and says
@@ -819,6 +889,29 @@ mod tests {
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
         assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000));
+    }
+
+    #[test]
+    fn traced_operands_come_from_the_sites_that_were_hit() {
+        use libafl::observers::CmpMap;
+        use libafl_targets::{CMPLOG_ENABLED, CMPLOG_MAP, CMPLOG_MAP_W};
+        // SAFETY: this test alone uses the CmpLog map; the logging calls are LibAFL's own.
+        unsafe {
+            (*std::ptr::addr_of_mut!(CMPLOG_MAP)).reset().unwrap();
+            CMPLOG_ENABLED = 1;
+            libafl_targets::__libafl_targets_cmplog_instructions(5, 4, 7, 9);
+            libafl_targets::__libafl_targets_cmplog_instructions(CMPLOG_MAP_W - 1, 8, 1 << 40, 3);
+            libafl_targets::__libafl_targets_cmplog_instructions(CMPLOG_MAP_W - 1, 8, 1 << 41, 3);
+            CMPLOG_ENABLED = 0;
+        }
+        assert_eq!(
+            traced_operands(),
+            vec![
+                CmpValues::U32((7, 9, false)),
+                CmpValues::U64((1 << 40, 3, false)),
+                CmpValues::U64((1 << 41, 3, false)),
+            ]
+        );
     }
 
     #[test]
