@@ -267,21 +267,26 @@ impl Considerer {
         while let Some((input, target)) = work.pop() {
             let mut failure = None;
             let mut others = Vec::new();
-            let mut judge = |candidate: &[u8]| match killed_before(state, candidate)
-                .then_some(Ok(Outcome::Nothing))
-                .unwrap_or_else(|| {
+            let mut judge = |candidate: &[u8]| {
+                let outcome = if killed_before(state, candidate) {
+                    Ok(Outcome::Nothing)
+                } else {
                     self.evaluate(fuzzer, executor, state, manager, candidate, false)
-                }) {
-                Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
-                Ok(Outcome::Crash(Some(label))) => {
-                    others.push((candidate.to_vec(), label));
-                    Verdict::Rejected
-                }
-                Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
-                Ok(Outcome::Stop) => Verdict::Stop,
-                Err(e) => {
-                    failure = Some(e);
-                    Verdict::Stop
+                };
+                match outcome {
+                    Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
+                    Ok(Outcome::Crash(Some(label))) => {
+                        others.push((candidate.to_vec(), label));
+                        Verdict::Rejected
+                    }
+                    Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => {
+                        Verdict::Rejected
+                    }
+                    Ok(Outcome::Stop) => Verdict::Stop,
+                    Err(e) => {
+                        failure = Some(e);
+                        Verdict::Stop
+                    }
                 }
             };
             match grammar.as_deref() {
