@@ -207,11 +207,14 @@ impl<I, S> Observer<I, S> for CrashObserver {
                     .ok()
                     .flatten()
                     .or_else(|| {
-                        crate::signals::take_site().map(|site| CrashInfo {
-                            kind: site.kind().into(),
-                            location: site.location(),
-                            message: site.message(),
-                            frames: site.site_frames(),
+                        crate::signals::take_site().map(|site| {
+                            let (location, frames) = site.location_and_frames();
+                            CrashInfo {
+                                kind: site.kind().into(),
+                                location,
+                                message: site.message(),
+                                frames,
+                            }
                         })
                     })
                     .unwrap_or_else(|| simple("signal")),

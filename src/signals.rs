@@ -201,29 +201,55 @@ impl SignalSite {
         }
     }
 
-    /// The label location: the signal, the faulting function (with the instruction's offset in
-    /// it) and its nearest callers, recursion collapsed, so one bug is one label however deep a
+    /// The label location and the site frames kept with the crash (for people: the first frame
+    /// of each function named in the location).
+    ///
+    /// The location is the signal, the faulting function (with the instruction's offset in it)
+    /// and its nearest callers, recursion collapsed, so one bug is one label however deep a
     /// recursive parser reached it; for a stack overflow, the functions of the recursive cycle
     /// (which instruction faults depends on how deep the input made it go); none for running
-    /// out of memory (one label, as the site is wherever the target was).
+    /// out of memory (one label, as the site is wherever the target was). The frames are
+    /// symbolized once for both.
     #[must_use]
-    pub fn location(&self) -> String {
-        let site = self.site_functions();
-        match &self.cause {
-            AbortCause::OutOfMemory => String::new(),
+    pub fn location_and_frames(&self) -> (String, Vec<usize>) {
+        if self.cause == AbortCause::OutOfMemory {
+            return (String::new(), Vec::new());
+        }
+        let functions = self.functions();
+        let path = collapse_recursion(&function_path(&functions));
+        let site_frames: Vec<usize> = path
+            .iter()
+            .take(SITE_FUNCTIONS)
+            .filter_map(|(start, _)| functions.iter().find(|(_, s, _)| s == start))
+            .map(|(frame, _, _)| *frame)
+            .collect();
+        // The faulting function with the instruction's offset, then the nearest callers on the
+        // collapsed path: `parse_term+0x2a < parse_expr < parse`.
+        let site = match functions.first() {
+            None => String::new(),
+            Some((frame, start, name)) => std::iter::once(format!("{name}+{:#x}", frame - start))
+                .chain(
+                    path.iter()
+                        .skip(1)
+                        .take(SITE_FUNCTIONS - 1)
+                        .map(|(_, n)| n.clone()),
+                )
+                .collect::<Vec<_>>()
+                .join(" < "),
+        };
+        let location = match &self.cause {
             AbortCause::Sanitizer(report) => format!("{} {} at {site}", report.tool, report.bug),
             AbortCause::Fault if self.stack_overflow => {
-                let cycle = recursive_cycle(&function_path(&self.functions()));
+                let cycle = recursive_cycle(&function_path(&functions));
                 if cycle.is_empty() {
                     format!("stack overflow at {site}")
                 } else {
                     format!("stack overflow in recursion {}", cycle.join(" < "))
                 }
             }
-            AbortCause::Fault | AbortCause::Exit => {
-                format!("{} at {site}", self.signal_name())
-            }
-        }
+            _ => format!("{} at {site}", self.signal_name()),
+        };
+        (location, site_frames)
     }
 
     /// The target's frames with their functions, innermost first: `(frame, start, name)`, an
@@ -249,37 +275,6 @@ impl SignalSite {
                 }
             })
             .filter(|(_, _, name)| !name.starts_with("labelfuzz::"))
-            .collect()
-    }
-
-    /// The faulting function with the instruction's offset, then the nearest callers on the
-    /// collapsed path: `parse_term+0x2a < parse_expr < parse`.
-    fn site_functions(&self) -> String {
-        let functions = self.functions();
-        let Some((frame, start, name)) = functions.first() else {
-            return String::new();
-        };
-        let path = collapse_recursion(&function_path(&functions));
-        let mut parts = vec![format!("{name}+{:#x}", frame - start)];
-        parts.extend(
-            path.iter()
-                .skip(1)
-                .take(SITE_FUNCTIONS - 1)
-                .map(|(_, n)| n.clone()),
-        );
-        parts.join(" < ")
-    }
-
-    /// The site frames kept with the crash (for people): the first of each function on the
-    /// collapsed path, at most [`SITE_FUNCTIONS`].
-    #[must_use]
-    pub fn site_frames(&self) -> Vec<usize> {
-        let functions = self.functions();
-        let path = collapse_recursion(&function_path(&functions));
-        path.iter()
-            .take(SITE_FUNCTIONS)
-            .filter_map(|(start, _)| functions.iter().find(|(_, s, _)| s == start))
-            .map(|(frame, _, _)| *frame)
             .collect()
     }
 
