@@ -148,8 +148,10 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
             "400",
             "--rss-limit-mb",
             "256",
+            // The runs bound the test; the time limit only guards against a hang, and leaves
+            // room for a loaded machine (seven faults, each restarting the process).
             "--max-time",
-            "60",
+            "180",
             "--runs",
             "300000",
             "--seed",
