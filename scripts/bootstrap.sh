@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what labelfuzz needs on a fresh Debian machine that has only Rust and gcc:
-# cargo-make (from crates.io) and clang-19/llvm-19/lld-19/libclang-rt-19-dev (from apt; the C
-# compiler wrapper and the libFuzzer baselines of the benchmark use them). Idempotent: present
-# tools are left alone.
+# cargo-make (from crates.io), clang-19/llvm-19/lld-19/libclang-rt-19-dev (from apt; the C
+# compiler wrapper and the libFuzzer baselines of the benchmark use them) and rustup's
+# llvm-tools (the benchmark measures Rust targets' coverage with rustc's own llvm-cov). AFL++,
+# the benchmark's third fuzzer, is built from registry sources when the benchmark first needs it
+# (scripts/install-aflpp.sh). Idempotent: present tools are left alone.
 set -euo pipefail
 
 as_root() {
@@ -23,5 +25,10 @@ fi
 if ! command -v cargo-make >/dev/null 2>&1 && ! [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo-make" ]; then
   echo "bootstrap: installing cargo-make from crates.io (a few minutes, once)" >&2
   cargo install --locked cargo-make -j2
+fi
+sysroot_bin="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+if ! [ -x "$sysroot_bin/llvm-cov" ] && command -v rustup >/dev/null 2>&1; then
+  echo "bootstrap: adding rustup's llvm-tools (the benchmark's coverage of Rust targets)" >&2
+  rustup component add llvm-tools >&2 || echo "bootstrap: llvm-tools not added; the Rust rows of the benchmark will fail" >&2
 fi
 echo "bootstrap: ready" >&2

@@ -2,7 +2,7 @@
 # Builds and runs a fuzz target.
 #   scripts/fuzz-target.sh [TARGET=<name>] [FUZZ_ARGS="<fuzzer flags>"]
 # TARGET names a directory of fuzzers/: a Rust crate (planted, the default; json; faults; empty),
-# a native C target with a build.sh (zlib, libpng, sqlite, lcms), or a grammar target: a
+# a native C target with a build.sh (zlib, libpng, sqlite, lcms, lz4, xz, libdeflate), or a grammar target: a
 # directory with grammar.json and a file `target` naming the fuzzer it drives (sql). FUZZ_TARGET=<dir> runs a
 # Rust fuzz crate anywhere. FUZZ_ARGS defaults to 30 seconds with output in out/<name>, plus the
 # target's seeds if it has any. Settings may come from the environment or as NAME=VALUE args.

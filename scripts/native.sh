@@ -1,6 +1,6 @@
 # Shared by the native targets' build scripts (fuzzers/<name>/build.sh): sourced, not run.
-# Provides: ROOT, CC/CXX (labelfuzz-cc/labelfuzz-cxx, built on first use), FUZZER_LINK (flags
-# for the fuzzer's link), BUILD (a scratch directory for this target under target/native/),
+# Provides: ROOT, CC/CXX (labelfuzz-cc/labelfuzz-cxx, built on first use, or a baseline's
+# compiler), CONFIGURE_CC, INSTRUMENT (compile flags), FUZZER_LINK (flags for the fuzzer's link), BUILD (a scratch directory for this target under target/native/),
 # registry_source CRATE, which prints the directory of a registry package's sources (pinned in
 # fuzzers/native/sources/Cargo.toml), and compile_archive.
 set -euo pipefail
@@ -9,23 +9,52 @@ NATIVE_TARGET="${NATIVE_TARGET:?set NATIVE_TARGET before sourcing native.sh}"
 
 log() { echo "build-$NATIVE_TARGET: $*" >&2; }
 
-# NATIVE_BASELINE=libfuzzer builds the same target for libFuzzer instead (clang-19,
-# -fsanitize=fuzzer), in target/native-libfuzzer/: the benchmark's baseline.
-if [ "${NATIVE_BASELINE:-}" = libfuzzer ]; then
-  export CC=/usr/lib/llvm-19/bin/clang CXX=/usr/lib/llvm-19/bin/clang++
-  [ -x "$CC" ] || { log "clang-19 is missing: run scripts/bootstrap.sh"; exit 2; }
-  INSTRUMENT="-fsanitize=fuzzer-no-link"
-  FUZZER_LINK="-fsanitize=fuzzer"
-  BUILD="$ROOT/target/native-libfuzzer/$NATIVE_TARGET"
-else
-  # The wrapper and the harness: one cargo build in the shared target directory.
-  (cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
-  export CC="$ROOT/target/release/labelfuzz-cc"
-  export CXX="$ROOT/target/release/labelfuzz-cxx"
-  INSTRUMENT=""
-  FUZZER_LINK=""
-  BUILD="$ROOT/target/native/$NATIVE_TARGET"
-fi
+# NATIVE_BASELINE builds the same target for another fuzzer or for measuring, in
+# target/native-<baseline>/ (the benchmark's baselines and yardstick):
+#   libfuzzer   clang-19 -fsanitize=fuzzer;
+#   afl         AFL++'s afl-clang-fast (scripts/install-aflpp.sh) with its libFuzzer driver;
+#   afl-cmplog  the same with AFL_LLVM_CMPLOG=1, the binary afl-fuzz's -c runs;
+#   coverage    clang-19 source-based coverage, linked with bench/coverage/replay_main.c.
+# CONFIGURE_CC is the compiler a configure script probes with (it must link without a fuzzer
+# runtime); the instrumentation flags go to make only.
+CLANG=/usr/lib/llvm-19/bin/clang
+case "${NATIVE_BASELINE:-}" in
+  "")
+    # The wrapper and the harness: one cargo build in the shared target directory.
+    (cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
+    export CC="$ROOT/target/release/labelfuzz-cc"
+    export CXX="$ROOT/target/release/labelfuzz-cxx"
+    CONFIGURE_CC="$CC"
+    INSTRUMENT=""
+    FUZZER_LINK=""
+    BUILD="$ROOT/target/native/$NATIVE_TARGET"
+    ;;
+  libfuzzer|coverage)
+    [ -x "$CLANG" ] || { log "clang-19 is missing: run scripts/bootstrap.sh"; exit 2; }
+    export CC="$CLANG" CXX="$CLANG++"
+    CONFIGURE_CC="$CLANG"
+    if [ "$NATIVE_BASELINE" = libfuzzer ]; then
+      INSTRUMENT="-fsanitize=fuzzer-no-link"
+      FUZZER_LINK="-fsanitize=fuzzer"
+    else
+      INSTRUMENT="-fprofile-instr-generate -fcoverage-mapping"
+      FUZZER_LINK="-fprofile-instr-generate $ROOT/bench/coverage/replay_main.c"
+    fi
+    BUILD="$ROOT/target/native-$NATIVE_BASELINE/$NATIVE_TARGET"
+    ;;
+  afl|afl-cmplog)
+    AFLPP="$(bash "$ROOT/scripts/install-aflpp.sh")"
+    export AFL_PATH="$AFLPP" AFL_QUIET=1
+    export CC="$AFLPP/afl-clang-fast" CXX="$AFLPP/afl-clang-fast++"
+    [ "$NATIVE_BASELINE" = afl-cmplog ] && export AFL_LLVM_CMPLOG=1
+    CONFIGURE_CC="$CLANG"
+    INSTRUMENT=""
+    # afl-clang-fast links its libFuzzer-compatible driver (libAFLDriver.a) for this flag.
+    FUZZER_LINK="-fsanitize=fuzzer"
+    BUILD="$ROOT/target/native-$NATIVE_BASELINE/$NATIVE_TARGET"
+    ;;
+  *) log "unknown NATIVE_BASELINE '$NATIVE_BASELINE' (libfuzzer, afl, afl-cmplog or coverage)"; exit 2 ;;
+esac
 # Sources are compiled in parallel on every core; the fuzzer is what is slow to build, not us.
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
@@ -46,7 +75,7 @@ registry_source() {
 
 # Identifies the compiler build (the wrapper's own binary changes when its flags do).
 compiler_version() {
-  cksum < "$CC" | cut -d' ' -f1
+  echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz}"
 }
 
 # Compiles C sources to objects in $BUILD/obj (parallel) and archives them as $BUILD/$1.

@@ -1,683 +1,344 @@
-//! `cargo make bench`: labelfuzz and libFuzzer side by side on the same targets, in one run.
+//! `cargo make bench`: labelfuzz, libFuzzer and AFL++ on the same targets, measured with one
+//! yardstick.
 //!
-//! Targets (the same Rust code under both fuzzers, see `bench/libfuzzer`):
-//! - `empty`: does nothing — executions per second measure each fuzzer's own overhead;
-//! - `planted`: three planted panics — seconds to each bug and reproducer length;
-//! - `json`: serde_json's parser — edges reached, corpus size, executions per second.
+//! Every target is built five ways (labelfuzz, libFuzzer, AFL++ and its CmpLog twin, and a
+//! clang/rustc source-based coverage build). Each fuzzer runs alone on one core for
+//! `BENCH_SECS`, once per seed; its corpus is hard-linked into a snapshot every minute, and
+//! every snapshot (plus the seeds, where a target has them) is replayed through the coverage
+//! build, counting the library's branches and lines only. Tables, one SVG plot per target and
+//! the raw numbers go to `target/bench/<secs>s/`.
 //!
-//! labelfuzz runs twice where mutators matter: expand/shrink alone, and with havoc added.
-//! Edges are counted the same way for every fuzzer: each final corpus is replayed through the
-//! labelfuzz build of the target (`--replay`), so the instrumentation is identical.
-//!
-//! A last table runs `json` on 1 and 2 cores, labelfuzz against libFuzzer's `-fork=N`.
-//!
-//! Environment: `BENCH_SECS` (default 60) per run, `BENCH_EMPTY_SECS` (default 10) for `empty`,
-//! `BENCH_SCALING_SECS` (default 30) for the scaling runs, `BENCH_ONLY` (default all) a
-//! comma-separated choice of `empty`, `planted`, `json`, `c`, `scaling`. `BENCH_ONLY=soak`
-//! (`cargo make soak`) runs only the 30-minute soak instead.
+//! Environment:
+//! - `BENCH_SECS` (600) per run and `BENCH_SEEDS` (3) runs per fuzzer and target; the smoke
+//!   run is `BENCH_SECS=120 BENCH_SEEDS=1`, the long one `BENCH_SECS=3600`;
+//! - `BENCH_TARGETS` (all): comma-separated target names;
+//! - `BENCH_CPUS` (every core): the cores to run on, one fuzzer per core at a time;
+//! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
+//!   snapshots;
+//! - `BENCH_FRESH=1` reruns runs that already finished (by default a rerun only does what is
+//!   missing, so an interrupted benchmark resumes);
+//! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
+//!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
+//!   `docs/bench/<secs>s/`);
+//! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
+//!   `extras.rs`).
 
-use std::fmt::Write as _;
+mod extras;
+mod fuzzers;
+mod report;
+mod targets;
+mod util;
+mod yardstick;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::SystemTime;
+use std::sync::Mutex;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-/// The planted bugs, in the order the target checks them, with their shortlex-minimal inputs.
-const PLANTED_BUGS: [(&str, &[u8]); 3] = [
-    ("FUZZ", b"FUZZ"),
-    ("B?\\xff", b"B\x00\xff"),
-    ("+ overflow", b"+\x01\xff"),
-];
+use fuzzers::Fuzzer;
+use report::{Measured, Point};
+use targets::{Builds, Target, TARGETS};
+use util::{env_secs, files_in, read_json, root};
+use yardstick::Coverage;
 
-/// Which planted bug an input triggers (the first check that fails, as in the target).
-fn planted_bug(input: &[u8]) -> Option<usize> {
-    if input.starts_with(b"FUZZ") {
-        return Some(0);
-    }
-    if input.len() >= 3 && input[0] == b'B' && input[2] == 0xff {
-        return Some(1);
-    }
-    if input.len() >= 3 && input[0] == b'+' && u16::from(input[1]) + u16::from(input[2]) > 255 {
-        return Some(2);
-    }
-    None
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
-fn env_secs(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn check(status: std::process::ExitStatus, what: &str) {
-    assert!(status.success(), "{what} failed: {status}");
-}
-
-/// Builds a labelfuzz fuzzer from `fuzzers/<name>`.
-fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("scripts/build-fuzzer.sh"))
-        .arg(root().join("fuzzers").join(name))
-        .stderr(Stdio::inherit());
-    if let Some(crates) = instrument {
-        cmd.env("LABELFUZZ_INSTRUMENT", crates);
-    }
-    let out = cmd.output().expect("bash runs");
-    check(out.status, &format!("building labelfuzz {name}"));
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
-}
-
-/// Builds the libFuzzer twins with cargo-fuzz's instrumentation; returns their directory.
-fn build_libfuzzer() -> PathBuf {
-    let target_dir = root().join("target/bench-libfuzzer");
-    let flags = [
-        "--cfg fuzzing",
-        "-Cpasses=sancov-module",
-        "-Cllvm-args=-sanitizer-coverage-level=4",
-        "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
-        "-Cllvm-args=-sanitizer-coverage-pc-table",
-        "-Cllvm-args=-sanitizer-coverage-trace-compares",
-        "-Cdebug-assertions",
-        "-Coverflow-checks",
-    ]
-    .join(" ");
-    // With an explicit --target, RUSTFLAGS stay off build scripts and proc-macros (as in
-    // cargo-fuzz), which must not be instrumented.
-    let host = host_triple();
-    let mut cmd = Command::new("cargo");
-    cmd.args(["build", "--release", "--bins", "-j2", "--target", &host])
-        .current_dir(root().join("bench/libfuzzer"))
-        .env("RUSTFLAGS", flags)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTC_WRAPPER");
-    if Command::new("clang++-19").arg("--version").output().is_ok() {
-        cmd.env("CXX", "clang++-19").env("CC", "clang-19");
-    }
-    check(
-        cmd.status().expect("cargo runs"),
-        "building the libFuzzer twins",
-    );
-    target_dir.join(host).join("release")
-}
-
-/// The host's target triple, as rustc reports it.
-fn host_triple() -> String {
-    let out = Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .expect("rustc runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .expect("rustc -vV names the host")
-        .to_string()
-}
-
-fn fresh_dir(path: &Path) -> PathBuf {
-    let _ = std::fs::remove_dir_all(path);
-    std::fs::create_dir_all(path).expect("bench directory");
-    path.to_path_buf()
-}
-
-fn read_summary(out: &Path) -> Value {
-    let text = std::fs::read(out.join("summary.json")).expect("summary.json");
-    serde_json::from_slice(&text).expect("summary.json parses")
-}
-
-/// Builds a native C target with `fuzzers/<name>/build.sh`, for labelfuzz or (baseline) for
-/// libFuzzer; returns the fuzzer binary.
-fn build_native(name: &str, libfuzzer: bool) -> PathBuf {
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("fuzzers").join(name).join("build.sh"));
-    if libfuzzer {
-        cmd.env("NATIVE_BASELINE", "libfuzzer");
-    }
-    let out = cmd.output().expect("bash runs");
-    check(out.status, &format!("building native target {name}"));
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
-/// Runs a labelfuzz fuzzer for `secs` (with seed directories, if any); returns its summary.
-fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, mix: &[&str], seeds: &[PathBuf]) -> Value {
-    let status = Command::new(bin)
-        .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
-        .args(mix)
-        .arg("-o")
-        .arg(out)
-        .args(seeds)
-        .status()
-        .expect("labelfuzz runs");
-    assert!(
-        status.code().is_some_and(|c| c <= 1),
-        "labelfuzz failed: {status}"
-    );
-    read_summary(out)
-}
-
-/// Replays a corpus directory through a labelfuzz build; returns the edges it reaches.
-fn replay_edges(bin: &Path, corpus: &Path, scratch: &Path) -> u64 {
-    let out = fresh_dir(scratch);
-    let status = Command::new(bin)
-        .args(["-q", "--replay", "-o"])
-        .arg(&out)
-        .arg(corpus)
-        .status()
-        .expect("replay runs");
-    assert!(
-        status.code().is_some_and(|c| c <= 1),
-        "replay failed: {status}"
-    );
-    read_summary(&out)["edges"].as_u64().unwrap_or(0)
-}
-
-/// What one libFuzzer run left behind.
-struct LibfuzzerRun {
-    execs_per_sec: f64,
-    corpus_entries: u64,
-    corpus_bytes: u64,
-    /// Crash files with their seconds since the start.
-    crashes: Vec<(f64, Vec<u8>)>,
-}
-
-/// Runs libFuzzer for `secs` with a corpus directory under `work`.
-fn run_libfuzzer(
-    bin: &Path,
-    work: &Path,
-    secs: u64,
-    keep_going: bool,
-    seeds: &[PathBuf],
-    extra: &[&str],
-) -> LibfuzzerRun {
-    let corpus = fresh_dir(&work.join("corpus"));
-    let artifacts = fresh_dir(&work.join("artifacts"));
-    let started = SystemTime::now();
-    let mut cmd = Command::new(bin);
-    cmd.arg(&corpus)
-        .args(seeds)
-        .arg(format!("-max_total_time={secs}"))
-        .arg("-seed=1")
-        .arg("-print_final_stats=1")
-        .arg(format!("-artifact_prefix={}/", artifacts.display()))
-        .current_dir(work);
-    if keep_going {
-        cmd.args(["-fork=1", "-ignore_crashes=1"]);
-    }
-    cmd.args(extra);
-    let out = cmd.output().expect("libFuzzer runs");
-    let wall = started.elapsed().map_or(1.0, |d| d.as_secs_f64().max(1e-3));
-    let log = String::from_utf8_lossy(&out.stderr);
-    let _ = std::fs::write(work.join("log.txt"), log.as_bytes());
-    // Executed units over wall time, for both modes: libFuzzer's own exec/s is 0 in fork mode
-    // and after an early crash.
-    let units = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
-        .filter_map(|v| v.trim().parse::<f64>().ok())
-        .next_back()
-        .or_else(|| {
-            log.lines()
-                .filter_map(|l| l.strip_prefix('#'))
-                .filter_map(|l| l.split([':', '\t', ' ']).next())
-                .filter_map(|v| v.parse::<f64>().ok())
-                .next_back()
-        })
-        .unwrap_or(0.0);
-    let execs_per_sec = units / wall;
-    let (mut corpus_entries, mut corpus_bytes) = (0, 0);
-    for entry in std::fs::read_dir(&corpus).expect("corpus").flatten() {
-        corpus_entries += 1;
-        corpus_bytes += entry.metadata().map_or(0, |m| m.len());
-    }
-    let mut crashes = Vec::new();
-    for entry in std::fs::read_dir(&artifacts).expect("artifacts").flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("crash-") {
-            continue;
-        }
-        let when = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(started).ok())
-            .map_or(0.0, |d| d.as_secs_f64());
-        crashes.push((when, std::fs::read(entry.path()).unwrap_or_default()));
-    }
-    LibfuzzerRun {
-        execs_per_sec,
-        corpus_entries,
-        corpus_bytes,
-        crashes,
-    }
-}
-
-/// One row of the table.
-struct Row {
-    target: &'static str,
-    fuzzer: String,
-    execs_per_sec: f64,
-    edges: u64,
-    corpus_entries: u64,
-    corpus_bytes: u64,
-    /// Distinct crash labels (labelfuzz) or crash files (libFuzzer).
-    crashes: usize,
-    /// For the planted target: (seconds to find, reproducer length) per bug.
-    bugs: Vec<Option<(f64, usize)>>,
-}
-
-fn labelfuzz_row(target: &'static str, name: &str, summary: &Value, out: &Path) -> Row {
-    let mut bugs = vec![None; PLANTED_BUGS.len()];
-    if target == "planted" {
-        for crash in summary["crashes"].as_array().into_iter().flatten() {
-            let input =
-                std::fs::read(out.join(crash["input"].as_str().unwrap_or(""))).unwrap_or_default();
-            if let Some(bug) = planted_bug(&input) {
-                bugs[bug] = Some((
-                    crash["first_found_secs"].as_f64().unwrap_or(0.0),
-                    input.len(),
-                ));
-            }
-        }
-    }
-    Row {
-        target,
-        fuzzer: name.into(),
-        execs_per_sec: summary["execs_per_sec"].as_f64().unwrap_or(0.0),
-        edges: summary["edges"].as_u64().unwrap_or(0),
-        corpus_entries: summary["corpus"]["entries"].as_u64().unwrap_or(0),
-        corpus_bytes: summary["corpus"]["bytes"].as_u64().unwrap_or(0),
-        crashes: summary["crashes"].as_array().map_or(0, Vec::len),
-        bugs,
-    }
-}
-
-fn libfuzzer_row(target: &'static str, run: &LibfuzzerRun, edges: u64) -> Row {
-    let mut bugs: Vec<Option<(f64, usize)>> = vec![None; PLANTED_BUGS.len()];
-    for (when, input) in &run.crashes {
-        if let Some(bug) = planted_bug(input) {
-            if bugs[bug].is_none_or(|(t, _)| *when < t) {
-                bugs[bug] = Some((*when, input.len()));
-            }
-        }
-    }
-    Row {
-        target,
-        fuzzer: "libFuzzer".into(),
-        execs_per_sec: run.execs_per_sec,
-        edges,
-        corpus_entries: run.corpus_entries,
-        corpus_bytes: run.corpus_bytes,
-        crashes: run.crashes.len(),
-        bugs,
-    }
-}
-
-fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "labelfuzz vs libFuzzer, same targets, same machine, one run each, seed 1 \
-         ({empty_secs} s on `empty`, {secs} s otherwise; libFuzzer on `planted` uses \
-         -fork=1 -ignore_crashes=1 to go on after the first crash).\n"
-    );
-    let bug_names: Vec<String> = PLANTED_BUGS
-        .iter()
-        .map(|(n, _)| format!("`{n}` s / len"))
-        .collect();
-    let _ = writeln!(
-        t,
-        "| target | fuzzer | exec/s | edges | corpus entries | corpus bytes | crashes | {} |",
-        bug_names.join(" | ")
-    );
-    let _ = writeln!(
-        t,
-        "|---|---|---:|---:|---:|---:|---:|{}",
-        "---:|".repeat(PLANTED_BUGS.len())
-    );
-    for row in rows {
-        let bugs: Vec<String> = row
-            .bugs
-            .iter()
-            .map(|b| match (row.target, b) {
-                ("planted", Some((s, len))) => format!("{s:.1} / {len}"),
-                ("planted", None) => "not found".into(),
-                _ => "".into(),
-            })
-            .collect();
-        let _ = writeln!(
-            t,
-            "| {} | {} | {:.0} | {} | {} | {} | {} | {} |",
-            row.target,
-            row.fuzzer,
-            row.execs_per_sec,
-            row.edges,
-            row.corpus_entries,
-            row.corpus_bytes,
-            row.crashes,
-            bugs.join(" | ")
-        );
-    }
-    let minima: Vec<String> = PLANTED_BUGS
-        .iter()
-        .map(|(n, m)| format!("`{n}`: {} bytes", m.len()))
-        .collect();
-    let _ = writeln!(t, "\nShortlex-minimal reproducers: {}.", minima.join(", "));
-    t
-}
-
-/// Throughput on 1 and 2 cores, labelfuzz (Launcher/LLMP clients) and libFuzzer (`-fork=N`)
-/// on the JSON target; returns the table.
-fn scaling(lf_json: &Path, lib_json: &Path, work: &Path) -> String {
-    let secs = env_secs("BENCH_SCALING_SECS", 30);
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "Scaling on `json`, {secs} s per run, default mix: executions per second over all \
-         processes, and edges of the final corpus (replayed through the labelfuzz build).\n"
-    );
-    let _ = writeln!(
-        t,
-        "| fuzzer | processes | exec/s | speed-up | edges | corpus entries | imported |"
-    );
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|");
-    let mut one_core = [0.0_f64; 2];
-    for cores in [1_usize, 2] {
-        eprintln!("bench: scaling, labelfuzz on {cores} core(s)");
-        let out = fresh_dir(&work.join(format!("scaling-labelfuzz-{cores}")));
-        let spec = format!("0-{}", cores - 1);
-        let summary = run_labelfuzz(lf_json, &out, secs, &["--cores", &spec], &[]);
-        let execs = summary["execs_per_sec"].as_f64().unwrap_or(0.0);
-        if cores == 1 {
-            one_core[0] = execs;
-        }
-        let edges = replay_edges(lf_json, &out.join("corpus"), &work.join("replay"));
-        let _ = writeln!(
-            t,
-            "| labelfuzz | {cores} | {execs:.0} | {:.2}x | {edges} | {} | {} |",
-            execs / one_core[0].max(1.0),
-            summary["corpus"]["entries"].as_u64().unwrap_or(0),
-            summary["imported"].as_u64().unwrap_or(0),
-        );
-
-        eprintln!("bench: scaling, libFuzzer -fork={cores}");
-        let dir = fresh_dir(&work.join(format!("scaling-libfuzzer-{cores}")));
-        let fork = format!("-fork={cores}");
-        let run = run_libfuzzer(lib_json, &dir, secs, false, &[], &[&fork]);
-        if cores == 1 {
-            one_core[1] = run.execs_per_sec;
-        }
-        let edges = replay_edges(lf_json, &dir.join("corpus"), &work.join("replay"));
-        let _ = writeln!(
-            t,
-            "| libFuzzer -fork={cores} | {cores} | {:.0} | {:.2}x | {edges} | {} | |",
-            run.execs_per_sec,
-            run.execs_per_sec / one_core[1].max(1.0),
-            run.corpus_entries,
-        );
-    }
-    t
+/// One run to do: a target, a fuzzer and a seed.
+struct Job {
+    target: usize,
+    fuzzer: Fuzzer,
+    seed: u64,
 }
 
 fn main() {
-    let secs = env_secs("BENCH_SECS", 60);
-    let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
-    // labelfuzz's default mix (expand/shrink, 16 havoc and 16 CmpLog mutants per scheduled
-    // input), without CmpLog, and expand/shrink alone.
-    let configs: [(&str, &[&str]); 3] = [
-        (
-            "labelfuzz (expand/shrink)",
-            &["--havoc", "0", "--cmplog", "0"],
-        ),
-        ("labelfuzz +havoc 16", &["--cmplog", "0"]),
-        ("labelfuzz default (+havoc 16 +cmplog 16)", &[]),
-    ];
-    let work = fresh_dir(&root().join("target/bench"));
-    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
-    let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s.trim() == section);
-    if only.split(',').any(|s| s.trim() == "soak") {
-        let text = soak(&work);
+    let only: Vec<String> = std::env::var("BENCH_ONLY")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !only.is_empty() {
+        let work = util::fresh_dir(&root().join("target/bench/extras"));
+        let text = extras::run(&only, &work);
         println!("{text}");
-        std::fs::write(work.join("soak.md"), &text).expect("soak.md");
+        std::fs::write(work.join("results.md"), &text).expect("results.md");
         return;
     }
 
-    eprintln!("bench: building labelfuzz fuzzers");
-    let lf_empty = build_labelfuzz("empty", None);
-    let lf_planted = build_labelfuzz("planted", None);
-    let lf_json = build_labelfuzz("json", None);
-    eprintln!("bench: building libFuzzer twins");
-    let lib = build_libfuzzer();
+    let secs = env_secs("BENCH_SECS", 600);
+    let seeds = env_secs("BENCH_SEEDS", 3).max(1);
+    let measure_every = env_secs("BENCH_MEASURE_EVERY", if secs <= 1200 { 1 } else { 5 }).max(1);
+    let fresh = std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1");
+    let chosen = std::env::var("BENCH_TARGETS").unwrap_or_default();
+    let targets: Vec<&'static Target> = TARGETS
+        .iter()
+        .filter(|t| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == t.name))
+        .collect();
+    assert!(
+        !targets.is_empty(),
+        "BENCH_TARGETS names no target; the targets are: {}",
+        TARGETS
+            .iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let cpus = cpus();
+    let bench = root().join(format!("target/bench/{secs}s"));
+    std::fs::create_dir_all(&bench).expect("bench directory");
 
-    let mut rows = Vec::new();
-    if wanted("empty") {
-        bench_empty(&lf_empty, &lib, &work, &configs, empty_secs, &mut rows);
-    }
-    for (target, lf_bin, keep_going) in [("planted", &lf_planted, true), ("json", &lf_json, false)]
-    {
-        if !wanted(target) {
-            continue;
-        }
-        for (i, (name, mix)) in configs.iter().enumerate() {
-            eprintln!("bench: {target} {name}");
-            let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
-            let summary = run_labelfuzz(lf_bin, &out, secs, mix, &[]);
-            rows.push(labelfuzz_row(target, name, &summary, &out));
-        }
-        eprintln!("bench: {target} libFuzzer");
-        let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
-        let run = run_libfuzzer(&lib.join(target), &dir, secs, keep_going, &[], &[]);
-        let edges = replay_edges(lf_bin, &dir.join("corpus"), &work.join("replay"));
-        rows.push(libfuzzer_row(target, &run, edges));
-    }
-    if wanted("c") {
-        bench_c_libraries(&work, &configs, secs, &mut rows);
-    }
-    let scaling = if wanted("scaling") {
-        scaling(&lf_json, &lib.join("json"), &work)
-    } else {
-        String::new()
-    };
+    let builds: Vec<Builds> = targets.iter().map(|t| t.build()).collect();
 
-    let mut text = if rows.is_empty() {
-        String::new()
-    } else {
-        table(&rows, secs, empty_secs) + "\n"
-    };
-    text.push_str(&scaling);
-    println!("{text}");
-    let path = work.join("results.md");
-    std::fs::write(&path, &text).expect("results.md");
-    eprintln!("bench: table written to {}", path.display());
+    // Seeds outermost: a benchmark cut short still has every target and fuzzer once.
+    let mut jobs = Vec::new();
+    for seed in 1..=seeds {
+        for target in 0..targets.len() {
+            for fuzzer in Fuzzer::ALL {
+                jobs.push(Job {
+                    target,
+                    fuzzer,
+                    seed,
+                });
+            }
+        }
+    }
+    jobs.reverse();
+    let queue = Mutex::new(jobs);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for &cpu in &cpus {
+            let (queue, results, targets, builds, bench) =
+                (&queue, &results, &targets, &builds, &bench);
+            scope.spawn(move || loop {
+                let Some(job) = queue.lock().expect("queue").pop() else {
+                    break;
+                };
+                let target = targets[job.target];
+                let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
+                let measured = if !fresh && dir.join("measured.json").exists() {
+                    load(target, job.fuzzer, job.seed, &dir)
+                } else {
+                    eprintln!(
+                        "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
+                        job.fuzzer.name(),
+                        target.name,
+                        job.seed
+                    );
+                    let builds = &builds[job.target];
+                    let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
+                    measure(target, builds, &run, &dir, measure_every, cpu);
+                    load(target, job.fuzzer, job.seed, &dir)
+                };
+                if let Some(last) = measured.points.last() {
+                    eprintln!(
+                        "bench: {} on {} (seed {}): {} branches, {} lines, {} entries",
+                        job.fuzzer.name(),
+                        target.name,
+                        job.seed,
+                        last.coverage.branches,
+                        last.coverage.lines,
+                        last.entries
+                    );
+                }
+                results.lock().expect("results").push(measured);
+            });
+        }
+    });
+    let mut all = results.into_inner().expect("results");
+    all.sort_by_key(|m| (m.target.name, m.fuzzer.name(), m.seed));
+
+    let tables = report::tables(&targets, &all, secs, seeds);
+    let plots = bench.join("plots");
+    std::fs::create_dir_all(&plots).expect("plots directory");
+    for target in &targets {
+        let svg = report::plot(target, &all, secs);
+        std::fs::write(plots.join(format!("{}.svg", target.name)), svg).expect("plot");
+    }
+    write_raw(&bench.join("data.json"), &all);
+    std::fs::write(bench.join("results.md"), &tables).expect("results.md");
+    println!("{tables}");
+    eprintln!(
+        "bench: tables in {0}/results.md, plots in {0}/plots/, raw data in {0}/data.json",
+        bench.display()
+    );
+    if let Ok(file) = std::env::var("BENCH_PUBLISH") {
+        publish(Path::new(&file), &tables, &targets, &plots, secs, seeds);
+    }
 }
 
-/// Resident memory of the processes in process group `group`: (sum, largest, count), in MiB.
-fn group_rss(group: u32) -> (u64, u64, usize) {
-    let page_kib = 4;
-    let (mut total, mut largest, mut count) = (0, 0, 0);
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split(' ').collect();
-        if fields.len() < 3 || fields[0] == "Z" || fields[2] != group.to_string() {
-            continue;
-        }
-        let resident_pages: u64 = std::fs::read_to_string(entry.path().join("statm"))
-            .ok()
-            .and_then(|m| m.split(' ').nth(1).and_then(|v| v.parse().ok()))
-            .unwrap_or(0);
-        let mib = resident_pages * page_kib / 1024;
-        total += mib;
-        largest = largest.max(mib);
-        count += 1;
+/// The cores to run on: `BENCH_CPUS` or all of them.
+fn cpus() -> Vec<usize> {
+    match std::env::var("BENCH_CPUS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("BENCH_CPUS: '{c}' is not a core number"))
+            })
+            .collect(),
+        _ => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
     }
-    (total, largest, count)
 }
 
-/// The soak run (`cargo make soak`): SQLite in grammar mode on both cores for
-/// `BENCH_SOAK_SECS` (default 1800), memory sampled every `BENCH_SOAK_EVERY` seconds (60).
-fn soak(work: &Path) -> String {
-    use std::os::unix::process::CommandExt;
-    let secs = env_secs("BENCH_SOAK_SECS", 1800);
-    let every = env_secs("BENCH_SOAK_EVERY", 60).max(1);
-    let fuzzer = build_native("sqlite", false);
-    let out = fresh_dir(&work.join("soak"));
-    let mut child = Command::new(&fuzzer)
-        .args([
-            "-q",
-            "--seed",
-            "1",
-            "--cores",
-            "0-1",
-            "--max-time",
-            &secs.to_string(),
-        ])
-        .arg("--grammar")
-        .arg(root().join("fuzzers/sql/grammar.json"))
-        .arg("-o")
-        .arg(&out)
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("the soak fuzzer starts");
-    let group = child.id();
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "Soak: SQLite (grammar mode) on 2 cores for {secs} s; resident memory of all of the \
-         run's processes, sampled every {every} s.\n"
-    );
-    let _ = writeln!(
-        t,
-        "| minute | processes | RSS total MiB | largest process MiB | executions | labels | corpus | crashes |"
-    );
-    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let started = std::time::Instant::now();
-    let mut next = every;
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        if child.try_wait().ok().flatten().is_some() {
-            break;
-        }
-        if started.elapsed().as_secs() < next {
-            continue;
-        }
-        next += every;
-        let (total, largest, count) = group_rss(group);
-        let summary = std::fs::read(out.join("summary.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .unwrap_or(Value::Null);
-        let line = format!(
-            "| {:.0} | {count} | {total} | {largest} | {} | {} | {} | {} |",
-            started.elapsed().as_secs_f64() / 60.0,
-            summary["executions"].as_u64().unwrap_or(0),
-            summary["labels"].as_u64().unwrap_or(0),
-            summary["corpus"]["entries"].as_u64().unwrap_or(0),
-            summary["crashes"].as_array().map_or(0, Vec::len),
-        );
-        eprintln!("soak: {line}");
-        let _ = writeln!(t, "{line}");
-    }
-    let summary = read_summary(&out);
-    let _ = writeln!(
-        t,
-        "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
-         {} MiB (the clients' peaks added up), {} crash labels.",
-        summary["executions"].as_u64().unwrap_or(0),
-        summary["execs_per_sec"].as_f64().unwrap_or(0.0),
-        summary["labels"].as_u64().unwrap_or(0),
-        summary["edges"].as_u64().unwrap_or(0),
-        summary["corpus"]["entries"].as_u64().unwrap_or(0),
-        summary["peak_rss_mb"].as_u64().unwrap_or(0),
-        summary["crashes"].as_array().map_or(0, Vec::len),
-    );
-    t
-}
-
-/// The mixes of mutators compared: a name and the flags that select it.
-type Mixes<'a> = [(&'a str, &'a [&'a str]); 3];
-
-/// `empty`: each fuzzer's own overhead per execution.
-fn bench_empty(
-    lf_empty: &Path,
-    lib: &Path,
-    work: &Path,
-    configs: &Mixes<'_>,
-    empty_secs: u64,
-    rows: &mut Vec<Row>,
+/// Measures a run's snapshots (every `every` minutes, and the last) and writes
+/// `measured.json` beside them.
+fn measure(
+    target: &Target,
+    builds: &Builds,
+    run: &fuzzers::Run,
+    dir: &Path,
+    every: u64,
+    cpu: usize,
 ) {
-    eprintln!("bench: empty");
-    for (i, (name, mix)) in configs.iter().enumerate() {
-        let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
-        let summary = run_labelfuzz(lf_empty, &out, empty_secs, mix, &[]);
-        rows.push(labelfuzz_row("empty", name, &summary, &out));
+    let seeds = files_in(&dir.join("seeds"));
+    let last = run.snapshots.last().map_or(0, |(m, _)| *m);
+    let mut points = Vec::new();
+    for (minute, snapshot) in &run.snapshots {
+        if minute % every != 0 && *minute != last {
+            continue;
+        }
+        let corpus = files_in(snapshot);
+        let bytes: u64 = corpus
+            .iter()
+            .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+            .sum();
+        let mut inputs = seeds.clone();
+        inputs.extend(corpus.iter().cloned());
+        let coverage =
+            yardstick::measure(target, &builds.coverage, &inputs, &dir.join("scratch"), cpu);
+        points.push(json!({
+            "minute": minute,
+            "branches": coverage.branches,
+            "branches_total": coverage.branches_total,
+            "lines": coverage.lines,
+            "lines_total": coverage.lines_total,
+            "regions": coverage.regions,
+            "entries": corpus.len(),
+            "bytes": bytes,
+        }));
     }
-    let run = run_libfuzzer(
-        &lib.join("empty"),
-        &fresh_dir(&work.join("empty-libfuzzer")),
-        empty_secs,
-        false,
-        &[],
-        &[],
-    );
-    let edges = replay_edges(
-        lf_empty,
-        &work.join("empty-libfuzzer/corpus"),
-        &work.join("replay"),
-    );
-    rows.push(libfuzzer_row("empty", &run, edges));
+    let _ = std::fs::remove_dir_all(dir.join("scratch"));
+    let measured = json!({ "stats": run.stats, "points": points });
+    std::fs::write(
+        dir.join("measured.json"),
+        serde_json::to_vec_pretty(&measured).expect("json"),
+    )
+    .expect("measured.json");
 }
 
-/// C libraries built from registry sources: labelfuzz-cc against clang -fsanitize=fuzzer.
-fn bench_c_libraries(work: &Path, configs: &Mixes<'_>, secs: u64, rows: &mut Vec<Row>) {
-    // C libraries built from registry sources: labelfuzz-cc vs clang -fsanitize=fuzzer, with
-    // and without CmpLog. Seeds where the target ships them (the labelfuzz build writes them).
-    for (target, with_seeds) in [("zlib", false), ("sqlite", false), ("lcms", true)] {
-        eprintln!("bench: building {target} (labelfuzz-cc and libFuzzer)");
-        let lf_bin = build_native(target, false);
-        let lib_bin = build_native(target, true);
-        let seeds: Vec<PathBuf> = if with_seeds {
-            vec![lf_bin.with_file_name("seeds")]
-        } else {
-            Vec::new()
-        };
-        for (i, (name, mix)) in configs.iter().enumerate().skip(1) {
-            eprintln!("bench: {target} {name}");
-            let out = fresh_dir(&work.join(format!("{target}-labelfuzz-{i}")));
-            let summary = run_labelfuzz(&lf_bin, &out, secs, mix, &seeds);
-            rows.push(labelfuzz_row(target, name, &summary, &out));
-        }
-        eprintln!("bench: {target} libFuzzer");
-        let dir = fresh_dir(&work.join(format!("{target}-libfuzzer")));
-        let run = run_libfuzzer(&lib_bin, &dir, secs, false, &seeds, &[]);
-        let edges = replay_edges(&lf_bin, &dir.join("corpus"), &work.join("replay"));
-        rows.push(libfuzzer_row(target, &run, edges));
+/// Reads a run's `measured.json`.
+fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, dir: &Path) -> Measured {
+    let value = read_json(&dir.join("measured.json"));
+    let number = |v: &Value| v.as_u64().unwrap_or(0);
+    let points = value["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| Point {
+            minute: number(&p["minute"]),
+            coverage: Coverage {
+                branches: number(&p["branches"]),
+                branches_total: number(&p["branches_total"]),
+                lines: number(&p["lines"]),
+                lines_total: number(&p["lines_total"]),
+                regions: number(&p["regions"]),
+            },
+            entries: number(&p["entries"]),
+            bytes: number(&p["bytes"]),
+        })
+        .collect();
+    let stats = &value["stats"];
+    Measured {
+        target,
+        fuzzer,
+        seed,
+        points,
+        executions: number(&stats["executions"]),
+        wall_secs: stats["wall_secs"].as_f64().unwrap_or(1.0),
+        crashes: number(&stats["crashes"]),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Every run's points in one file, for other tools.
+fn write_raw(path: &Path, all: &[Measured]) {
+    let runs: Vec<Value> = all
+        .iter()
+        .map(|m| {
+            json!({
+                "target": m.target.name,
+                "fuzzer": m.fuzzer.name(),
+                "seed": m.seed,
+                "executions": m.executions,
+                "wall_secs": m.wall_secs,
+                "crashes": m.crashes,
+                "points": m.points.iter().map(|p| json!({
+                    "minute": p.minute,
+                    "branches": p.coverage.branches,
+                    "lines": p.coverage.lines,
+                    "entries": p.entries,
+                    "bytes": p.bytes,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    std::fs::write(path, serde_json::to_vec_pretty(&runs).expect("json")).expect("data.json");
+}
 
-    #[test]
-    fn planted_bugs_are_classified_like_the_target_does() {
-        for (index, (_, minimal)) in PLANTED_BUGS.iter().enumerate() {
-            assert_eq!(planted_bug(minimal), Some(index));
-        }
-        assert_eq!(planted_bug(b"FUZZB\x00\xff"), Some(0));
-        assert_eq!(planted_bug(b"B\x00\xfe"), None);
-        assert_eq!(planted_bug(b"+\x01\xfe"), None);
+/// Replaces the marked section of a Markdown file with the tables and links to the plots.
+fn publish(file: &Path, tables: &str, targets: &[&Target], plots: &Path, secs: u64, seeds: u64) {
+    let file = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        root().join(file)
+    };
+    let plot_dir: PathBuf = root().join(format!("docs/bench/{secs}s"));
+    std::fs::create_dir_all(&plot_dir).expect("docs/bench");
+    let mut links = Vec::new();
+    for target in targets {
+        let name = format!("{}.svg", target.name);
+        std::fs::copy(plots.join(&name), plot_dir.join(&name)).expect("copy a plot");
+        let relative = pathdiff(
+            &plot_dir.join(&name),
+            file.parent().unwrap_or(Path::new(".")),
+        );
+        links.push(format!("[{}]({relative})", target.name));
     }
+    let begin = format!("<!-- bench:{secs}s:begin -->");
+    let end = format!("<!-- bench:{secs}s:end -->");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("BENCH_PUBLISH: {}: {e}", file.display()));
+    let (Some(a), Some(b)) = (text.find(&begin), text.find(&end)) else {
+        panic!(
+            "BENCH_PUBLISH: {} has no `{begin}` … `{end}` section",
+            file.display()
+        );
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let section = format!(
+        "{begin}\nGenerated by `BENCH_SECS={secs} BENCH_SEEDS={seeds} cargo make bench` \
+         ({cpu}); plots of coverage over time: {}.\n\n{tables}{end}",
+        links.join(", ")
+    );
+    let updated = format!("{}{section}{}", &text[..a], &text[b + end.len()..]);
+    std::fs::write(&file, updated).expect("publish");
+    eprintln!("bench: tables written into {}", file.display());
+}
+
+/// `path` relative to `base` (both under the repository root).
+fn pathdiff(path: &Path, base: &Path) -> String {
+    let path = path.strip_prefix(root()).unwrap_or(path);
+    let base = base.strip_prefix(root()).unwrap_or(base);
+    let ups = base.components().count();
+    let mut relative = PathBuf::new();
+    for _ in 0..ups {
+        relative.push("..");
+    }
+    relative.push(path);
+    relative.display().to_string()
 }

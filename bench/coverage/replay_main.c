@@ -1,0 +1,104 @@
+// The benchmark's coverage yardstick: runs every input named in a list file through
+// LLVMFuzzerTestOneInput once, in a binary built with clang's source-based coverage, so that
+// every fuzzer's corpus is measured by the same build.
+//
+//   replay_main LIST [FIRST]   runs the inputs on lines FIRST.. of LIST (paths, one per line)
+//
+// An input that crashes, hangs (REPLAY_TIMEOUT seconds, default 5) or aborts must not lose the
+// coverage of the inputs before it: the handler writes the profile, prints
+// "replay: stopped at N" and exits with 77; the caller goes on from N + 1 in a new process
+// (LLVM_PROFILE_FILE with %p keeps the processes' profiles apart).
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
+int __llvm_profile_write_file(void);
+
+static volatile long current_input = -1;
+
+static void write_number(long n) {
+  char digits[24];
+  int i = sizeof digits;
+  if (n < 0) n = 0;
+  do {
+    digits[--i] = (char)('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && i > 0);
+  (void)!write(2, digits + i, sizeof digits - i);
+}
+
+static void on_fault(int sig) {
+  (void)sig;
+  __llvm_profile_write_file();
+  static const char prefix[] = "\nreplay: stopped at ";
+  (void)!write(2, prefix, sizeof prefix - 1);
+  write_number(current_input);
+  (void)!write(2, "\n", 1);
+  _exit(77);
+}
+
+static void install_handlers(void) {
+  static char alternate_stack[1 << 16];
+  stack_t ss = {.ss_sp = alternate_stack, .ss_size = sizeof alternate_stack};
+  sigaltstack(&ss, NULL);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fault;
+  sa.sa_flags = SA_ONSTACK;
+  int signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGALRM, SIGTRAP};
+  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaction(signals[i], &sa, NULL);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s LIST [FIRST]\n", argv[0]);
+    return 2;
+  }
+  FILE *list = fopen(argv[1], "r");
+  if (!list) {
+    perror(argv[1]);
+    return 2;
+  }
+  long first = argc > 2 ? atol(argv[2]) : 0;
+  const char *timeout_text = getenv("REPLAY_TIMEOUT");
+  unsigned timeout = timeout_text ? (unsigned)atoi(timeout_text) : 5;
+  install_handlers();
+  if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
+
+  char path[4096];
+  uint8_t *buffer = NULL;
+  size_t capacity = 0;
+  for (long index = 0; fgets(path, sizeof path, list); index++) {
+    if (index < first) continue;
+    path[strcspn(path, "\n")] = 0;
+    FILE *input = fopen(path, "rb");
+    if (!input) continue;  // a fuzzer may delete a corpus file while we list it
+    size_t size = 0;
+    for (;;) {
+      if (size == capacity) {
+        capacity = capacity ? capacity * 2 : 1 << 16;
+        buffer = realloc(buffer, capacity);
+        if (!buffer) return 2;
+      }
+      size_t got = fread(buffer + size, 1, capacity - size, input);
+      if (got == 0) break;
+      size += got;
+    }
+    fclose(input);
+    // A copy of exactly the input's size, so that reads past its end are as in the fuzzers.
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy) return 2;
+    memcpy(copy, buffer, size);
+    current_input = index;
+    alarm(timeout);
+    LLVMFuzzerTestOneInput(copy, size);
+    alarm(0);
+    free(copy);
+  }
+  return 0;
+}

@@ -1,0 +1,524 @@
+//! The benchmark's smaller sections, chosen with `BENCH_ONLY`: `empty` (each fuzzer's own cost
+//! per execution), `planted` (seconds to each planted bug and reproducer length), `scaling`
+//! (labelfuzz on 1 and 2 cores against one plain process, libFuzzer `-fork=N` against plain
+//! libFuzzer) and `soak` (`cargo make soak`: memory over 30 minutes on both cores).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::targets::{build_labelfuzz, build_native, build_rust_twin, RustBuild, TARGETS};
+use crate::util::{env_secs, fresh_dir, root};
+use crate::yardstick;
+
+/// The planted bugs, in the order the target checks them, with their shortlex-minimal inputs.
+const PLANTED_BUGS: [(&str, &[u8]); 3] = [
+    ("FUZZ", b"FUZZ"),
+    ("B?\\xff", b"B\x00\xff"),
+    ("+ overflow", b"+\x01\xff"),
+];
+
+/// Which planted bug an input triggers (the first check that fails, as in the target).
+fn planted_bug(input: &[u8]) -> Option<usize> {
+    if input.starts_with(b"FUZZ") {
+        return Some(0);
+    }
+    if input.len() >= 3 && input[0] == b'B' && input[2] == 0xff {
+        return Some(1);
+    }
+    if input.len() >= 3 && input[0] == b'+' && u16::from(input[1]) + u16::from(input[2]) > 255 {
+        return Some(2);
+    }
+    None
+}
+
+fn read_summary(out: &Path) -> Value {
+    let text = std::fs::read(out.join("summary.json")).expect("summary.json");
+    serde_json::from_slice(&text).expect("summary.json parses")
+}
+
+/// Runs a labelfuzz fuzzer for `secs` (with seed directories, if any); returns its summary.
+fn run_labelfuzz(bin: &Path, out: &Path, secs: u64, mix: &[&str], seeds: &[PathBuf]) -> Value {
+    let status = Command::new(bin)
+        .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
+        .args(mix)
+        .arg("-o")
+        .arg(out)
+        .args(seeds)
+        .status()
+        .expect("labelfuzz runs");
+    assert!(
+        status.code().is_some_and(|c| c <= 1),
+        "labelfuzz failed: {status}"
+    );
+    read_summary(out)
+}
+
+/// What one libFuzzer run left behind.
+struct LibfuzzerRun {
+    execs_per_sec: f64,
+    corpus_entries: u64,
+    corpus_bytes: u64,
+    /// Crash files with their seconds since the start.
+    crashes: Vec<(f64, Vec<u8>)>,
+}
+
+/// Runs libFuzzer for `secs` with a corpus directory under `work`.
+fn run_libfuzzer(
+    bin: &Path,
+    work: &Path,
+    secs: u64,
+    keep_going: bool,
+    seeds: &[PathBuf],
+    extra: &[&str],
+) -> LibfuzzerRun {
+    let corpus = fresh_dir(&work.join("corpus"));
+    let artifacts = fresh_dir(&work.join("artifacts"));
+    let started = SystemTime::now();
+    let mut cmd = Command::new(bin);
+    cmd.arg(&corpus)
+        .args(seeds)
+        .arg(format!("-max_total_time={secs}"))
+        .arg("-seed=1")
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .current_dir(work);
+    if keep_going {
+        cmd.args(["-fork=1", "-ignore_crashes=1"]);
+    }
+    cmd.args(extra);
+    let out = cmd.output().expect("libFuzzer runs");
+    let wall = started.elapsed().map_or(1.0, |d| d.as_secs_f64().max(1e-3));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::write(work.join("log.txt"), log.as_bytes());
+    // Executed units over wall time, for both modes: libFuzzer's own exec/s is 0 in fork mode
+    // and after an early crash.
+    let units = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .next_back()
+        .or_else(|| {
+            log.lines()
+                .filter_map(|l| l.strip_prefix('#'))
+                .filter_map(|l| l.split([':', '\t', ' ']).next())
+                .filter_map(|v| v.parse::<f64>().ok())
+                .next_back()
+        })
+        .unwrap_or(0.0);
+    let execs_per_sec = units / wall;
+    let (mut corpus_entries, mut corpus_bytes) = (0, 0);
+    for entry in std::fs::read_dir(&corpus).expect("corpus").flatten() {
+        corpus_entries += 1;
+        corpus_bytes += entry.metadata().map_or(0, |m| m.len());
+    }
+    let mut crashes = Vec::new();
+    for entry in std::fs::read_dir(&artifacts).expect("artifacts").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("crash-") {
+            continue;
+        }
+        let when = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(started).ok())
+            .map_or(0.0, |d| d.as_secs_f64());
+        crashes.push((when, std::fs::read(entry.path()).unwrap_or_default()));
+    }
+    LibfuzzerRun {
+        execs_per_sec,
+        corpus_entries,
+        corpus_bytes,
+        crashes,
+    }
+}
+
+/// One row of the table.
+struct Row {
+    target: &'static str,
+    fuzzer: String,
+    execs_per_sec: f64,
+    corpus_entries: u64,
+    corpus_bytes: u64,
+    /// Distinct crash labels (labelfuzz) or crash files (libFuzzer).
+    crashes: usize,
+    /// For the planted target: (seconds to find, reproducer length) per bug.
+    bugs: Vec<Option<(f64, usize)>>,
+}
+
+fn labelfuzz_row(target: &'static str, name: &str, summary: &Value, out: &Path) -> Row {
+    let mut bugs = vec![None; PLANTED_BUGS.len()];
+    if target == "planted" {
+        for crash in summary["crashes"].as_array().into_iter().flatten() {
+            let input =
+                std::fs::read(out.join(crash["input"].as_str().unwrap_or(""))).unwrap_or_default();
+            if let Some(bug) = planted_bug(&input) {
+                bugs[bug] = Some((
+                    crash["first_found_secs"].as_f64().unwrap_or(0.0),
+                    input.len(),
+                ));
+            }
+        }
+    }
+    Row {
+        target,
+        fuzzer: name.into(),
+        execs_per_sec: summary["execs_per_sec"].as_f64().unwrap_or(0.0),
+        corpus_entries: summary["corpus"]["entries"].as_u64().unwrap_or(0),
+        corpus_bytes: summary["corpus"]["bytes"].as_u64().unwrap_or(0),
+        crashes: summary["crashes"].as_array().map_or(0, Vec::len),
+        bugs,
+    }
+}
+
+fn libfuzzer_row(target: &'static str, run: &LibfuzzerRun) -> Row {
+    let mut bugs: Vec<Option<(f64, usize)>> = vec![None; PLANTED_BUGS.len()];
+    for (when, input) in &run.crashes {
+        if let Some(bug) = planted_bug(input) {
+            if bugs[bug].is_none_or(|(t, _)| *when < t) {
+                bugs[bug] = Some((*when, input.len()));
+            }
+        }
+    }
+    Row {
+        target,
+        fuzzer: "libFuzzer".into(),
+        execs_per_sec: run.execs_per_sec,
+        corpus_entries: run.corpus_entries,
+        corpus_bytes: run.corpus_bytes,
+        crashes: run.crashes.len(),
+        bugs,
+    }
+}
+
+fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "labelfuzz vs libFuzzer, same targets, same machine, one run each, seed 1 \
+         ({empty_secs} s on `empty`, {secs} s otherwise; libFuzzer on `planted` uses \
+         -fork=1 -ignore_crashes=1 to go on after the first crash).\n"
+    );
+    let bug_names: Vec<String> = PLANTED_BUGS
+        .iter()
+        .map(|(n, _)| format!("`{n}` s / len"))
+        .collect();
+    let _ = writeln!(
+        t,
+        "| target | fuzzer | exec/s | corpus entries | corpus bytes | crashes | {} |",
+        bug_names.join(" | ")
+    );
+    let _ = writeln!(
+        t,
+        "|---|---|---:|---:|---:|---:|{}",
+        "---:|".repeat(PLANTED_BUGS.len())
+    );
+    for row in rows {
+        let bugs: Vec<String> = row
+            .bugs
+            .iter()
+            .map(|b| match (row.target, b) {
+                ("planted", Some((s, len))) => format!("{s:.1} / {len}"),
+                ("planted", None) => "not found".into(),
+                _ => "".into(),
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "| {} | {} | {:.0} | {} | {} | {} | {} |",
+            row.target,
+            row.fuzzer,
+            row.execs_per_sec,
+            row.corpus_entries,
+            row.corpus_bytes,
+            row.crashes,
+            bugs.join(" | ")
+        );
+    }
+    let minima: Vec<String> = PLANTED_BUGS
+        .iter()
+        .map(|(n, m)| format!("`{n}`: {} bytes", m.len()))
+        .collect();
+    let _ = writeln!(t, "\nShortlex-minimal reproducers: {}.", minima.join(", "));
+    t
+}
+
+/// Throughput and coverage on `json` with 1 and 2 cores: labelfuzz's Launcher/LLMP clients
+/// against one plain labelfuzz process, and libFuzzer `-fork=2` against plain libFuzzer.
+/// Coverage is the yardstick's (lines of serde_json, the final corpus replayed).
+fn scaling(lf_json: &Path, lib_json: &Path, work: &Path) -> String {
+    let secs = env_secs("BENCH_SCALING_SECS", 120);
+    let json = TARGETS
+        .iter()
+        .find(|t| t.name == "json")
+        .expect("json is a target");
+    let coverage_bin = build_rust_twin(RustBuild::Coverage).join("json");
+    let lines = |corpus: &Path| {
+        let inputs = crate::util::files_in(corpus);
+        yardstick::measure(json, &coverage_bin, &inputs, &work.join("scratch"), 0).lines
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Scaling on `json`, {secs} s per run: executions per second over all processes, and \
+         lines of serde_json the final corpus covers (one coverage build for both fuzzers). \
+         The 1-core rows are one plain process.\n"
+    );
+    let _ = writeln!(
+        t,
+        "| fuzzer | cores | exec/s | speed-up | lines | corpus entries |"
+    );
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|");
+    let mut one_core = [0.0_f64; 2];
+    for cores in [1_usize, 2] {
+        eprintln!("bench: scaling, labelfuzz on {cores} core(s)");
+        let out = fresh_dir(&work.join(format!("scaling-labelfuzz-{cores}")));
+        let spec = format!("0-{}", cores - 1);
+        let flags: Vec<&str> = if cores == 1 {
+            vec![]
+        } else {
+            vec!["--cores", &spec]
+        };
+        let summary = run_labelfuzz(lf_json, &out, secs, &flags, &[]);
+        let execs = summary["execs_per_sec"].as_f64().unwrap_or(0.0);
+        if cores == 1 {
+            one_core[0] = execs;
+        }
+        let _ = writeln!(
+            t,
+            "| labelfuzz | {cores} | {execs:.0} | {:.2}x | {} | {} |",
+            execs / one_core[0].max(1.0),
+            lines(&out.join("corpus")),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+        );
+
+        eprintln!("bench: scaling, libFuzzer on {cores} core(s)");
+        let dir = fresh_dir(&work.join(format!("scaling-libfuzzer-{cores}")));
+        let fork = format!("-fork={cores}");
+        let extra: Vec<&str> = if cores == 1 { vec![] } else { vec![&fork] };
+        let run = run_libfuzzer(lib_json, &dir, secs, false, &[], &extra);
+        if cores == 1 {
+            one_core[1] = run.execs_per_sec;
+        }
+        let _ = writeln!(
+            t,
+            "| libFuzzer{} | {cores} | {:.0} | {:.2}x | {} | {} |",
+            if cores == 1 {
+                String::new()
+            } else {
+                format!(" {fork}")
+            },
+            run.execs_per_sec,
+            run.execs_per_sec / one_core[1].max(1.0),
+            lines(&dir.join("corpus")),
+            run.corpus_entries,
+        );
+    }
+    t
+}
+
+/// Resident memory of the processes in process group `group`: (sum, largest, count), in MiB.
+fn group_rss(group: u32) -> (u64, u64, usize) {
+    let page_kib = 4;
+    let (mut total, mut largest, mut count) = (0, 0, 0);
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if fields.len() < 3 || fields[0] == "Z" || fields[2] != group.to_string() {
+            continue;
+        }
+        let resident_pages: u64 = std::fs::read_to_string(entry.path().join("statm"))
+            .ok()
+            .and_then(|m| m.split(' ').nth(1).and_then(|v| v.parse().ok()))
+            .unwrap_or(0);
+        let mib = resident_pages * page_kib / 1024;
+        total += mib;
+        largest = largest.max(mib);
+        count += 1;
+    }
+    (total, largest, count)
+}
+
+/// The soak run (`cargo make soak`): SQLite in grammar mode on both cores for
+/// `BENCH_SOAK_SECS` (default 1800), memory sampled every `BENCH_SOAK_EVERY` seconds (60).
+fn soak(work: &Path) -> String {
+    use std::os::unix::process::CommandExt;
+    let secs = env_secs("BENCH_SOAK_SECS", 1800);
+    let every = env_secs("BENCH_SOAK_EVERY", 60).max(1);
+    let fuzzer = build_native("sqlite", None);
+    let out = fresh_dir(&work.join("soak"));
+    let mut child = Command::new(&fuzzer)
+        .args([
+            "-q",
+            "--seed",
+            "1",
+            "--cores",
+            "0-1",
+            "--max-time",
+            &secs.to_string(),
+        ])
+        .arg("--grammar")
+        .arg(root().join("fuzzers/sql/grammar.json"))
+        .arg("-o")
+        .arg(&out)
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("the soak fuzzer starts");
+    let group = child.id();
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "Soak: SQLite (grammar mode) on 2 cores for {secs} s; resident memory of all of the \
+         run's processes, sampled every {every} s.\n"
+    );
+    let _ = writeln!(
+        t,
+        "| minute | processes | RSS total MiB | largest process MiB | executions | labels | corpus | crashes |"
+    );
+    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let started = std::time::Instant::now();
+    let mut next = every;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        if started.elapsed().as_secs() < next {
+            continue;
+        }
+        next += every;
+        let (total, largest, count) = group_rss(group);
+        let summary = std::fs::read(out.join("summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .unwrap_or(Value::Null);
+        let line = format!(
+            "| {:.0} | {count} | {total} | {largest} | {} | {} | {} | {} |",
+            started.elapsed().as_secs_f64() / 60.0,
+            summary["executions"].as_u64().unwrap_or(0),
+            summary["labels"].as_u64().unwrap_or(0),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+            summary["crashes"].as_array().map_or(0, Vec::len),
+        );
+        eprintln!("soak: {line}");
+        let _ = writeln!(t, "{line}");
+    }
+    let summary = read_summary(&out);
+    let _ = writeln!(
+        t,
+        "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
+         {} MiB (the clients' peaks added up), {} crash labels.",
+        summary["executions"].as_u64().unwrap_or(0),
+        summary["execs_per_sec"].as_f64().unwrap_or(0.0),
+        summary["labels"].as_u64().unwrap_or(0),
+        summary["edges"].as_u64().unwrap_or(0),
+        summary["corpus"]["entries"].as_u64().unwrap_or(0),
+        summary["peak_rss_mb"].as_u64().unwrap_or(0),
+        summary["crashes"].as_array().map_or(0, Vec::len),
+    );
+    t
+}
+
+/// The mixes of mutators compared: a name and the flags that select it.
+type Mixes<'a> = [(&'a str, &'a [&'a str]); 3];
+
+/// `empty`: each fuzzer's own overhead per execution.
+fn bench_empty(
+    lf_empty: &Path,
+    lib: &Path,
+    work: &Path,
+    configs: &Mixes<'_>,
+    empty_secs: u64,
+    rows: &mut Vec<Row>,
+) {
+    eprintln!("bench: empty");
+    for (i, (name, mix)) in configs.iter().enumerate() {
+        let out = fresh_dir(&work.join(format!("empty-labelfuzz-{i}")));
+        let summary = run_labelfuzz(lf_empty, &out, empty_secs, mix, &[]);
+        rows.push(labelfuzz_row("empty", name, &summary, &out));
+    }
+    let run = run_libfuzzer(
+        &lib.join("empty"),
+        &fresh_dir(&work.join("empty-libfuzzer")),
+        empty_secs,
+        false,
+        &[],
+        &[],
+    );
+    rows.push(libfuzzer_row("empty", &run));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planted_bugs_are_classified_like_the_target_does() {
+        for (index, (_, minimal)) in PLANTED_BUGS.iter().enumerate() {
+            assert_eq!(planted_bug(minimal), Some(index));
+        }
+        assert_eq!(planted_bug(b"FUZZB\x00\xff"), Some(0));
+        assert_eq!(planted_bug(b"B\x00\xfe"), None);
+        assert_eq!(planted_bug(b"+\x01\xfe"), None);
+    }
+}
+
+/// Runs the sections named in `only` (`empty`, `planted`, `scaling`, `soak`); returns their
+/// tables.
+pub fn run(only: &[String], work: &Path) -> String {
+    let wanted = |section: &str| only.iter().any(|s| s == section);
+    if wanted("soak") {
+        return soak(work);
+    }
+    let secs = env_secs("BENCH_SECS", 60);
+    let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
+    // labelfuzz's default mix (expand/shrink, 16 havoc and 16 CmpLog mutants per scheduled
+    // input), without CmpLog, and expand/shrink alone.
+    let configs: Mixes<'_> = [
+        (
+            "labelfuzz (expand/shrink)",
+            &["--havoc", "0", "--cmplog", "0"],
+        ),
+        ("labelfuzz +havoc 16", &["--cmplog", "0"]),
+        ("labelfuzz default (+havoc 16 +cmplog 16)", &[]),
+    ];
+    let lib = build_rust_twin(RustBuild::Libfuzzer);
+    let mut rows = Vec::new();
+    if wanted("empty") {
+        let lf_empty = build_labelfuzz("empty", None);
+        bench_empty(&lf_empty, &lib, work, &configs, empty_secs, &mut rows);
+    }
+    if wanted("planted") {
+        let lf_planted = build_labelfuzz("planted", None);
+        for (i, (name, mix)) in configs.iter().enumerate() {
+            eprintln!("bench: planted {name}");
+            let out = fresh_dir(&work.join(format!("planted-labelfuzz-{i}")));
+            let summary = run_labelfuzz(&lf_planted, &out, secs, mix, &[]);
+            rows.push(labelfuzz_row("planted", name, &summary, &out));
+        }
+        eprintln!("bench: planted libFuzzer");
+        let dir = fresh_dir(&work.join("planted-libfuzzer"));
+        let run = run_libfuzzer(&lib.join("planted"), &dir, secs, true, &[], &[]);
+        rows.push(libfuzzer_row("planted", &run));
+    }
+    let mut text = if rows.is_empty() {
+        String::new()
+    } else {
+        table(&rows, secs, empty_secs) + "\n"
+    };
+    if wanted("scaling") {
+        let lf_json = build_labelfuzz("json", None);
+        text.push_str(&scaling(&lf_json, &lib.join("json"), work));
+    }
+    text
+}

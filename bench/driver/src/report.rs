@@ -1,0 +1,363 @@
+//! Tables (Markdown) and plots (SVG) from the measured runs.
+
+use std::fmt::Write as _;
+
+use crate::fuzzers::Fuzzer;
+use crate::targets::{Kind, Target};
+use crate::util::median;
+use crate::yardstick::Coverage;
+
+/// One measured point of a run: the corpus at the end of `minute`.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    pub minute: u64,
+    pub coverage: Coverage,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// One run, measured.
+pub struct Measured {
+    pub target: &'static Target,
+    pub fuzzer: Fuzzer,
+    pub seed: u64,
+    pub points: Vec<Point>,
+    pub executions: u64,
+    pub wall_secs: f64,
+    pub crashes: u64,
+}
+
+impl Measured {
+    fn last(&self) -> Option<&Point> {
+        self.points.last()
+    }
+}
+
+/// What a target's table counts: branches, or lines where the build has no branch coverage
+/// (stable rustc's `-C instrument-coverage` counts no branches).
+fn yardstick(target: &Target, coverage: &Coverage) -> u64 {
+    match target.kind {
+        Kind::Rust => coverage.lines,
+        Kind::Native => coverage.branches,
+    }
+}
+
+fn yardstick_name(target: &Target) -> &'static str {
+    match target.kind {
+        Kind::Rust => "lines",
+        Kind::Native => "branches",
+    }
+}
+
+/// Median, minimum and maximum of one number over a fuzzer's seeds on a target.
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn spread(values: &[f64]) -> Option<Spread> {
+    if values.is_empty() {
+        return None;
+    }
+    Some(Spread {
+        median: median(values),
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+fn runs<'a>(all: &'a [Measured], target: &Target, fuzzer: Fuzzer) -> Vec<&'a Measured> {
+    all.iter()
+        .filter(|m| m.target.name == target.name && m.fuzzer == fuzzer && m.last().is_some())
+        .collect()
+}
+
+fn final_values(runs: &[&Measured], value: impl Fn(&Measured, &Point) -> f64) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|m| m.last().map(|p| value(m, p)))
+        .collect()
+}
+
+fn cell(s: &Option<Spread>, seeds: usize) -> String {
+    match s {
+        None => "–".into(),
+        Some(s) if seeds > 1 => format!("{:.0} ({:.0}–{:.0})", s.median, s.min, s.max),
+        Some(s) => format!("{:.0}", s.median),
+    }
+}
+
+/// The two tables: labelfuzz against the better of the others per target, then every number
+/// per fuzzer.
+pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u64) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{secs} s per run, {seeds} seed(s) per fuzzer, medians over seeds (min–max in \
+         brackets), one fuzzer per core. Coverage is every final corpus (plus its seeds) \
+         replayed through one source-based coverage build of the library; the harness is not \
+         counted.\n"
+    );
+    let _ = writeln!(
+        t,
+        "| target | counted | labelfuzz | libFuzzer | AFL++ | labelfuzz ÷ best other | \
+         corpus bytes labelfuzz / libFuzzer / AFL++ | bytes ÷ best other's |"
+    );
+    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for target in targets {
+        let mut medians = Vec::new();
+        let mut cells = Vec::new();
+        let mut bytes = Vec::new();
+        for fuzzer in Fuzzer::ALL {
+            let runs = runs(all, target, fuzzer);
+            let s = spread(&final_values(&runs, |_, p| {
+                yardstick(target, &p.coverage) as f64
+            }));
+            cells.push(cell(&s, runs.len()));
+            medians.push(s.as_ref().map(|s| s.median));
+            bytes.push(spread(&final_values(&runs, |_, p| p.bytes as f64)).map(|s| s.median));
+        }
+        // "Best other" is the other fuzzer with more coverage; its corpus is the one compared.
+        let best_other = if medians[1].unwrap_or(-1.0) >= medians[2].unwrap_or(-1.0) {
+            1
+        } else {
+            2
+        };
+        let ratio = match (medians[0], medians[best_other]) {
+            (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
+            _ => "–".into(),
+        };
+        let bytes_ratio = match (bytes[0], bytes[best_other]) {
+            (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
+            _ => "–".into(),
+        };
+        let bytes_cell: Vec<String> = bytes
+            .iter()
+            .map(|b| b.map_or("–".into(), |b| format!("{b:.0}")))
+            .collect();
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
+            target.name,
+            yardstick_name(target),
+            cells[0],
+            cells[1],
+            cells[2],
+            ratio,
+            Fuzzer::ALL[best_other].name(),
+            bytes_cell.join(" / "),
+            bytes_ratio,
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\n| target | fuzzer | branches | lines | corpus entries | corpus bytes | exec/s | crashes |"
+    );
+    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for target in targets {
+        for fuzzer in Fuzzer::ALL {
+            let runs = runs(all, target, fuzzer);
+            if runs.is_empty() {
+                continue;
+            }
+            let n = runs.len();
+            let value =
+                |f: &dyn Fn(&Measured, &Point) -> f64| cell(&spread(&final_values(&runs, f)), n);
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                target.name,
+                fuzzer.name(),
+                if target.kind == Kind::Rust {
+                    "–".into()
+                } else {
+                    value(&|_, p| p.coverage.branches as f64)
+                },
+                value(&|_, p| p.coverage.lines as f64),
+                value(&|_, p| p.entries as f64),
+                value(&|_, p| p.bytes as f64),
+                value(&|m, _| m.executions as f64 / m.wall_secs.max(1e-3)),
+                value(&|m, _| m.crashes as f64),
+            );
+        }
+    }
+    let _ = writeln!(
+        t,
+        "\nCrashes are what each fuzzer keeps: labelfuzz's distinct crash labels, libFuzzer's \
+         crash files (it is restarted after each), AFL++'s saved crashes (its own dedup)."
+    );
+    t
+}
+
+/// Coverage over time on one target: per fuzzer the median over seeds, with the min–max band.
+pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
+    let (width, height, left, right, top, bottom) = (720.0, 400.0, 70.0, 150.0, 30.0, 50.0);
+    let minutes = secs.div_ceil(60).max(1);
+    let mut series = Vec::new();
+    let mut y_max = 1.0_f64;
+    for fuzzer in Fuzzer::ALL {
+        let runs = runs(all, target, fuzzer);
+        if runs.is_empty() {
+            continue;
+        }
+        let mut points = vec![(0u64, 0.0, 0.0, 0.0)];
+        for minute in 1..=minutes {
+            // A run's value at a minute is its last measured point up to that minute.
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|m| {
+                    m.points
+                        .iter()
+                        .rev()
+                        .find(|p| p.minute <= minute)
+                        .map(|p| yardstick(target, &p.coverage) as f64)
+                })
+                .collect();
+            if let Some(s) = spread(&values) {
+                y_max = y_max.max(s.max);
+                points.push((minute, s.median, s.min, s.max));
+            }
+        }
+        series.push((fuzzer, points));
+    }
+    let x = |minute: u64| left + (width - left - right) * minute as f64 / minutes as f64;
+    let y = |value: f64| height - bottom - (height - top - bottom) * value / (y_max * 1.05);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        svg,
+        "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{left}\" y=\"18\" \
+         font-size=\"14\">{}: {} covered over time (median of seeds, band min–max)</text>",
+        target.name,
+        yardstick_name(target)
+    );
+    // Axes with a few ticks.
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"black\"/>\n<line \
+         x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{0}\" stroke=\"black\"/>",
+        height - bottom,
+        width - right
+    );
+    for i in 0..=4u32 {
+        let value = y_max * 1.05 * f64::from(i) / 4.0;
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{value:.0}</text>",
+            left - 6.0,
+            y(value) + 4.0
+        );
+        let minute = minutes * u64::from(i) / 4;
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{minute}</text>",
+            x(minute),
+            height - bottom + 16.0
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">minutes</text>",
+        (left + width - right) / 2.0,
+        height - 12.0
+    );
+    for (i, (fuzzer, points)) in series.iter().enumerate() {
+        let colour = fuzzer.colour();
+        let upper: Vec<String> = points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.3)))
+            .collect();
+        let lower: Vec<String> = points
+            .iter()
+            .rev()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.2)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            "<polygon points=\"{} {}\" fill=\"{colour}\" fill-opacity=\"0.15\" stroke=\"none\"/>",
+            upper.join(" "),
+            lower.join(" ")
+        );
+        let line: Vec<String> = points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+            line.join(" ")
+        );
+        let legend_y = top + 20.0 * i as f64 + 10.0;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{0}\" y1=\"{legend_y}\" x2=\"{1}\" y2=\"{legend_y}\" stroke=\"{colour}\" \
+             stroke-width=\"3\"/><text x=\"{2}\" y=\"{3}\">{4}</text>",
+            width - right + 10.0,
+            width - right + 30.0,
+            width - right + 36.0,
+            legend_y + 4.0,
+            fuzzer.name()
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::TARGETS;
+
+    fn run(fuzzer: Fuzzer, seed: u64, branches: u64, bytes: u64) -> Measured {
+        Measured {
+            target: &TARGETS[0],
+            fuzzer,
+            seed,
+            points: vec![Point {
+                minute: 1,
+                coverage: Coverage {
+                    branches,
+                    ..Coverage::default()
+                },
+                entries: 1,
+                bytes,
+            }],
+            executions: 100,
+            wall_secs: 1.0,
+            crashes: 0,
+        }
+    }
+
+    #[test]
+    fn the_ratio_is_against_the_better_other_fuzzer() {
+        let all = vec![
+            run(Fuzzer::Labelfuzz, 1, 90, 50),
+            run(Fuzzer::Libfuzzer, 1, 60, 400),
+            run(Fuzzer::Aflpp, 1, 100, 1000),
+        ];
+        let text = tables(&[&TARGETS[0]], &all, 60, 1);
+        assert!(
+            text.contains(
+                "| zlib | branches | 90 | 60 | 100 | 0.90 (AFL++) | 50 / 400 / 1000 | 0.05 |"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn medians_and_spreads_over_seeds() {
+        let all = vec![
+            run(Fuzzer::Labelfuzz, 1, 10, 1),
+            run(Fuzzer::Labelfuzz, 2, 30, 1),
+            run(Fuzzer::Labelfuzz, 3, 20, 1),
+        ];
+        let text = tables(&[&TARGETS[0]], &all, 60, 3);
+        assert!(text.contains("| zlib | branches | 20 (10–30) |"), "{text}");
+        let svg = plot(&TARGETS[0], &all, 60);
+        assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+    }
+}

@@ -1,0 +1,77 @@
+//! Small helpers shared by the benchmark's modules.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The repository's root directory.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// A whole number of seconds (or any count) from the environment, or `default`.
+pub fn env_secs(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Panics with `what` if a build or run step failed: the benchmark cannot go on without it.
+pub fn check(status: std::process::ExitStatus, what: &str) {
+    assert!(status.success(), "{what} failed: {status}");
+}
+
+/// The host's target triple, as rustc reports it.
+pub fn host_triple() -> String {
+    let out = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
+/// Removes and recreates a directory.
+pub fn fresh_dir(path: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(path);
+    std::fs::create_dir_all(path).expect("bench directory");
+    path.to_path_buf()
+}
+
+/// Reads a JSON file, or `Null` if it is missing or does not parse.
+pub fn read_json(path: &Path) -> Value {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The regular files directly in a directory (a corpus), sorted by name.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Median of a non-empty list (the lower middle for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+        .get((sorted.len().saturating_sub(1)) / 2)
+        .copied()
+        .unwrap_or(0.0)
+}
