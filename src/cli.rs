@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::engine::Config;
-use crate::stages::Limits;
+use crate::config::{Config, Limits};
 
 /// labelfuzz: keeps the simplest input for every label and shrinks every crash to its minimum.
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
@@ -90,8 +89,8 @@ pub struct Options {
 
     /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
     /// an LLMP broker; libFuzzer's `-jobs=N` means `--cores 0-(N-1)`. Default: one process.
-    #[arg(long, value_name = "LIST", value_parser = crate::cores::parse_cores)]
-    pub cores: Option<crate::cores::CoreList>,
+    #[arg(long, value_name = "LIST", value_parser = crate::config::parse_cores)]
+    pub cores: Option<crate::config::CoreList>,
 
     /// TCP port of this run's broker (multi-core runs; default: a free port, so that two runs
     /// on one machine never share a broker).
@@ -100,8 +99,8 @@ pub struct Options {
 
     /// Link this run's broker to the broker of a run on another machine (`HOST:PORT`, that
     /// run's `--broker-port`): label-improving inputs then travel between the two runs.
-    #[arg(long, value_name = "HOST:PORT", value_parser = crate::cores::parse_remote_broker)]
-    pub remote_broker: Option<crate::cores::RemoteBroker>,
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::config::parse_remote_broker)]
+    pub remote_broker: Option<crate::config::RemoteBroker>,
 
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
@@ -373,7 +372,7 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
             std::process::exit(2)
         }
     }
-    let result = crate::engine::fuzz(&config, target);
+    let result = crate::launch::fuzz(&config, target);
     match result {
         Ok(outcome) => {
             if config.reduce && outcome.supervisor {

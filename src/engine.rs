@@ -1,95 +1,43 @@
-//! The engine: LibAFL's parts put together into the labelfuzz loop.
+//! The engine: LibAFL's parts put together into the labelfuzz loop, in one fuzzing process.
 //!
-//! The parent process only supervises: LibAFL's restarting event manager forks the fuzzing child
-//! and starts a new one, from the serialized state, whenever a signal or timeout ends it. The
-//! child starts from the empty input (plus any seeds), then repeats: pick a label at random, take
-//! its best input, try its expansions until one improves a label, shrinking every improvement.
+//! The launch layer ([`crate::launch`]) starts the process under a supervisor that restarts it,
+//! from the serialized state, whenever a signal or timeout ends it. The process starts from the
+//! empty input (plus any seeds), then repeats: pick a label at random, take its best input, try
+//! its expansions until one improves a label, shrinking every improvement.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use libafl::corpus::InMemoryCorpus;
-use libafl::events::{SendExiting, SimpleRestartingEventManager};
+use libafl::events::SendExiting;
 use libafl::executors::hooks::inprocess::HasTimeout;
 use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
-use libafl::monitors::NopMonitor;
 use libafl::mutators::{havoc_mutations, HavocScheduledMutator, I2SRandReplace};
 use libafl::observers::HitcountsMapObserver;
 use libafl::stages::Stage;
 use libafl::state::{HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
-use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 use libafl_bolts::tuples::{tuple_list, Handled};
 
+use crate::config::Config;
+use crate::consider::Considerer;
 use crate::crash::{install_panic_hook, run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
-use crate::grammar::GrammarInputs;
 use crate::output::OutputDir;
-use crate::report::{Reporter, Summary};
+use crate::report::{Client, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
 use crate::seen::{KilledInputs, SeenFilter};
-use crate::stages::{
-    CmpLogStage, Considerer, CrashShrinkStage, ExpandStage, HavocStage, Limits, ReportStage,
-};
+use crate::stages::{CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, ReportStage};
 use crate::table::LabelTable;
-
-/// The SanitizerCoverage edge map, with AFL hit-count classification.
-pub type EdgesObserver =
-    HitcountsMapObserver<libafl::observers::StdMapObserver<'static, u8, false>>;
 
 /// Havoc stacks at most 2^this mutations per mutant.
 const HAVOC_STACK_POW: usize = 3;
 
 /// How often `summary.json` and `corpus/` are rewritten.
 const REPORT_EVERY: Duration = Duration::from_secs(2);
-
-/// Everything a run needs to know.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// The output directory.
-    pub output: PathBuf,
-    /// Seed directories.
-    pub corpus_dirs: Vec<PathBuf>,
-    /// Random seed.
-    pub seed: u64,
-    /// Per-execution timeout.
-    pub timeout: Duration,
-    /// Longest input tried.
-    pub max_len: usize,
-    /// When the run ends.
-    pub limits: Limits,
-    /// Havoc mutants tried per scheduled input after its expansions (0: expand/shrink only).
-    pub havoc: usize,
-    /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
-    pub cmplog: usize,
-    /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.
-    pub rss_limit_mb: usize,
-    /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
-    pub replay: bool,
-    /// Only run the seeds and shrink the crashes they show to a fixpoint, then stop (no
-    /// fuzzing): the `reduce` subcommand.
-    pub reduce: bool,
-    /// Start inputs given directly (after the empty input, before the seed directories).
-    pub inputs: Vec<Vec<u8>>,
-    /// Run one client per listed core, connected through an LLMP broker (None: one process).
-    pub cores: Option<Vec<usize>>,
-    /// The broker's TCP port in a multi-core run (None: a free port).
-    pub broker_port: Option<u16>,
-    /// A broker of another run to link this run's broker to (multi-machine runs).
-    pub remote_broker: Option<crate::cores::RemoteBroker>,
-
-    /// No progress line.
-    pub quiet: bool,
-    /// Grammar mode: inputs are choice bytes that this grammar renders into what the target
-    /// sees; crash reproducers are shrunk with the grammar reducer and get their sentence
-    /// written beside them.
-    pub grammar: Option<Arc<GrammarInputs>>,
-}
 
 /// How many of the start inputs (the empty input, then the seeds) have been run.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -108,168 +56,20 @@ enum Start {
     Run,
 }
 
-/// What a finished run found.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// The final summary.
-    pub summary: Summary,
-    /// True in the supervising process (which returns last, after the fuzzing process).
-    pub supervisor: bool,
-}
-
-impl Outcome {
-    /// True when any crash label was found.
-    #[must_use]
-    pub fn found_crashes(&self) -> bool {
-        !self.summary.crashes.is_empty()
-    }
-}
-
 /// The fuzzer's LibAFL state.
 pub(crate) type State =
     StdState<InMemoryCorpus<BytesInput>, BytesInput, StdRand, InMemoryCorpus<BytesInput>>;
-
-/// Reads every seed file in `dirs` (a path that is a file is one seed; a directory is read with
-/// [`crate::output::read_inputs`]).
-fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
-    let mut seeds = Vec::new();
-    for dir in dirs {
-        if dir.is_file() {
-            // A single input named on the command line, as libFuzzer accepts.
-            let bytes =
-                std::fs::read(dir).map_err(|e| LabelfuzzError::io("read input file", dir, e))?;
-            seeds.push(bytes);
-            continue;
-        }
-        seeds.extend(crate::output::read_inputs(dir, max_len)?);
-    }
-    Ok(seeds)
-}
-
-/// The number of SanitizerCoverage edges registered by the instrumented code in this process.
-#[must_use]
-pub fn instrumented_edges() -> usize {
-    // SAFETY: written only by the sancov init callbacks, which run before `main`.
-    unsafe { libafl_targets::MAX_EDGES_FOUND }
-}
-
-/// Fuzzes `target` as `config` says; returns when a limit is reached.
-///
-/// The target is taken as a trait object on purpose: were the engine generic over it, all of
-/// LibAFL would be monomorphized into the (instrumented) target crate and its own edges would
-/// drown the target's.
-pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
-    match &config.grammar {
-        None => fuzz_bytes(config, target),
-        Some(grammar) => {
-            let grammar = Arc::clone(grammar);
-            fuzz_bytes(config, &mut |choices: &[u8]| {
-                target(&grammar.render(choices))
-            })
-        }
-    }
-}
-
-/// [`fuzz`] on the bytes the engine carries (choice bytes in grammar mode).
-fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
-    let rendering = config.grammar.clone().map(|grammar| {
-        crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
-    });
-    let out = OutputDir::create(&config.output)?.with_rendering(rendering);
-    if instrumented_edges() == 0 {
-        return Err(LabelfuzzError::NotInstrumented);
-    }
-    let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
-    let previous = if config.replay || config.reduce {
-        crate::output::PreviousRun::default()
-    } else {
-        out.previous_run(config.max_len)?
-    };
-
-    let start = StartInputs {
-        given: config.inputs.clone(),
-        previous,
-        seeds,
-    };
-
-    crate::interrupt::install();
-    // Before any fuzzing process forks: they inherit the table instead of reading it again
-    // after every crash.
-    crate::symbols::preload();
-    match &config.cores {
-        None => fuzz_in_one_process(config, target, &out, &start),
-        Some(cores) => crate::cores::fuzz_on_cores(config, target, &out, &start, cores),
-    }
-}
 
 /// The inputs a run starts from, read before any process forks (so that every restart of a
 /// fuzzing process sees the same list).
 #[derive(Debug, Default)]
 pub(crate) struct StartInputs {
-    given: Vec<Vec<u8>>,
-    previous: crate::output::PreviousRun,
-    seeds: Vec<Vec<u8>>,
-}
-
-/// One fuzzing process under a supervisor that restarts it after a crash.
-fn fuzz_in_one_process(
-    config: &Config,
-    target: &mut dyn FnMut(&[u8]),
-    out: &OutputDir,
-    start: &StartInputs,
-) -> Result<Outcome, LabelfuzzError> {
-    let mut shmem_provider = StdShMemProvider::new()?;
-    share_seen_filter();
-    let (restored, manager) =
-        match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
-            Ok(launched) => launched,
-            // We are the supervising parent and the fuzzing child has finished.
-            Err(Error::ShuttingDown) => {
-                if crate::interrupt::failed() {
-                    return Err(LabelfuzzError::FuzzerFailed);
-                }
-                let summary = Summary::read(out)?;
-                return Ok(Outcome {
-                    summary,
-                    supervisor: true,
-                });
-            }
-            Err(e) => return Err(e.into()),
-        };
-    let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
-    Ok(Outcome {
-        summary,
-        supervisor: false,
-    })
-}
-
-/// Shares the "already run" filter between this supervisor and the fuzzing processes it
-/// starts (a failure only costs speed: each process then keeps its own).
-pub(crate) fn share_seen_filter() {
-    if let Err(e) = crate::seen::share_across_restarts() {
-        eprintln!("labelfuzz: warning: the filter of inputs already run is not shared across restarts: {e}");
-    }
-}
-
-/// Which client of a multi-core run this process is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Client {
-    /// 1-based index among the clients.
-    pub index: usize,
-    /// How many clients the run has.
-    pub count: usize,
-}
-
-impl Client {
-    /// The only client of a single-process run.
-    pub const ALONE: Client = Client { index: 1, count: 1 };
-
-    /// The first client runs the start inputs (seeds, an earlier run's corpus) and owns
-    /// `corpus/`; the others receive what it finds through the broker.
-    #[must_use]
-    pub fn is_first(self) -> bool {
-        self.index == 1
-    }
+    /// Inputs given directly, run first after the empty input.
+    pub(crate) given: Vec<Vec<u8>>,
+    /// What an earlier run in the same output directory left.
+    pub(crate) previous: crate::output::PreviousRun,
+    /// The seed files' contents.
+    pub(crate) seeds: Vec<Vec<u8>>,
 }
 
 /// The events a fuzzing process's manager handles.

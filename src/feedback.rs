@@ -19,12 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::crash::CrashObserver;
 use crate::crashes::CrashTable;
+use crate::labels::EdgesObserver;
 use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
 use crate::output::OutputDir;
 use crate::seen::{input_hash, KilledInputs};
 use crate::table::LabelTable;
-use crate::EdgesObserver;
 
 /// Names a feedback and makes it create its table in the state (once: a restored state keeps
 /// the table it has).

@@ -8,6 +8,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The SanitizerCoverage edge map, with AFL hit-count classification.
+pub type EdgesObserver =
+    libafl::observers::HitcountsMapObserver<libafl::observers::StdMapObserver<'static, u8, false>>;
+
 /// Set on crash labels, clear on edge labels.
 const CRASH_BIT: u64 = 1 << 63;
 

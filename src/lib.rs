@@ -35,7 +35,8 @@
 //! ```
 
 pub mod cli;
-pub mod cores;
+pub mod config;
+pub mod consider;
 pub mod crash;
 pub mod crashes;
 pub mod engine;
@@ -44,7 +45,7 @@ pub mod feedback;
 pub mod grammar;
 pub mod interrupt;
 pub mod labels;
-mod link;
+pub mod launch;
 pub mod memory;
 pub mod mutators;
 pub mod order;
@@ -59,9 +60,11 @@ pub mod symbols;
 pub mod table;
 
 pub use cli::{main_for_target, Options};
-pub use engine::{fuzz, Config, EdgesObserver, Outcome};
+pub use config::Config;
 pub use error::LabelfuzzError;
+pub use labels::EdgesObserver;
 pub use labels::Label;
+pub use launch::{fuzz, Outcome};
 pub use order::{is_simpler, shortlex, Simplicity};
 pub use report::Summary;
 pub use table::LabelTable;

@@ -7,7 +7,6 @@ use libafl::HasMetadata;
 use libafl_bolts::current_time;
 
 use crate::crashes::CrashTable;
-use crate::engine::Client;
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
 use crate::table::LabelTable;
@@ -131,6 +130,27 @@ impl Summary {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             )
         })
+    }
+}
+
+/// Which client of a multi-core run this process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    /// 1-based index among the clients.
+    pub index: usize,
+    /// How many clients the run has.
+    pub count: usize,
+}
+
+impl Client {
+    /// The only client of a single-process run.
+    pub const ALONE: Client = Client { index: 1, count: 1 };
+
+    /// The first client runs the start inputs (seeds, an earlier run's corpus) and owns
+    /// `corpus/`; the others receive what it finds through the broker.
+    #[must_use]
+    pub fn is_first(self) -> bool {
+        self.index == 1
     }
 }
 

@@ -24,10 +24,12 @@ use libafl_bolts::llmp::{Broker, Listener, LlmpBroker};
 use libafl_bolts::shmem::{ShMemProvider, StdShMem, StdShMemProvider};
 use libafl_bolts::tuples::tuple_list;
 
-use crate::engine::{run_client, Client, Config, Outcome, StartInputs, State};
+use super::Outcome;
+use crate::config::{Config, RemoteBroker};
+use crate::engine::{run_client, StartInputs, State};
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
-use crate::report::Summary;
+use crate::report::{Client, Summary};
 
 /// A TCP port that is free now, for a run that names none: two runs on one machine must not
 /// share a broker.
@@ -105,7 +107,7 @@ fn run_broker(
         .inner_mut()
         .launch_listener(Listener::Tcp(listener))?;
     if let Some(remote) = remote {
-        crate::link::connect(&remote.0, port)?;
+        super::link::connect(&remote.0, port)?;
     }
     // Ctrl-C here sets the stop flag the clients share; they stop and finish.
     crate::interrupt::install_in_fuzzer();
@@ -150,7 +152,7 @@ pub(crate) fn fuzz_on_cores(
         None => free_port()?,
     };
     if let Some(remote) = &config.remote_broker {
-        remote.check_reachable()?;
+        check_reachable(remote)?;
     }
     // Summaries of an earlier run's clients would be merged into this run's.
     let _ = std::fs::remove_dir_all(out.root().join("clients"));
@@ -183,7 +185,7 @@ pub(crate) fn fuzz_on_cores(
             }
             return Err(Error::shutting_down());
         };
-        crate::engine::share_seen_filter();
+        super::share_seen_filter();
         setup_restarting_mgr_llmp(
             provider.clone(),
             configuration,
@@ -243,134 +245,24 @@ pub(crate) fn fuzz_on_cores(
 /// The event manager of a client in a multi-core run.
 type LlmpManager = LlmpRestartingEventManager<(), BytesInput, State, StdShMem, StdShMemProvider>;
 
-/// The broker of another run, as `HOST:PORT`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RemoteBroker(pub String);
-
-impl RemoteBroker {
-    /// Fails with a clear message when nothing listens there, before any process is started.
-    fn check_reachable(&self) -> Result<(), LabelfuzzError> {
-        let address = self
-            .0
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| LabelfuzzError::Broker(format!("cannot resolve {}", self.0)))?;
-        std::net::TcpStream::connect_timeout(&address, crate::link::CONNECT_TIMEOUT)
-            .map(drop)
-            .map_err(|e| {
-                LabelfuzzError::Broker(format!("cannot reach the remote broker {}: {e}", self.0))
-            })
-    }
-}
-
-/// Parses `HOST:PORT` for `--remote-broker`, resolving the host.
-pub fn parse_remote_broker(text: &str) -> Result<RemoteBroker, String> {
-    let Some((host, port)) = text.rsplit_once(':') else {
-        return Err(format!("`{text}` is not HOST:PORT"));
-    };
-    if host.is_empty() {
-        return Err(format!("`{text}` names no host"));
-    }
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => {}
-        _ => return Err(format!("`{port}` is not a port number (1-65535)")),
-    }
-    match text.to_socket_addrs().map(|mut addrs| addrs.next()) {
-        Ok(Some(_)) => Ok(RemoteBroker(text.to_string())),
-        Ok(None) => Err(format!("host `{host}` has no address")),
-        Err(e) => Err(format!("cannot resolve host `{host}`: {e}")),
-    }
-}
-
-/// A list of cores to run clients on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CoreList(pub Vec<usize>);
-
-/// Parses a core list such as `0-3`, `0,2,5` or `all`, checking each core exists here.
-pub fn parse_cores(text: &str) -> Result<CoreList, String> {
-    let available = libafl_bolts::core_affinity::get_core_ids()
-        .map(|ids| ids.len())
-        .unwrap_or(1);
-    parse_cores_on(text, available).map(CoreList)
-}
-
-/// [`parse_cores`] on a machine with `available` cores.
-fn parse_cores_on(text: &str, available: usize) -> Result<Vec<usize>, String> {
-    if text == "all" {
-        return Ok((0..available).collect());
-    }
-    let number = |part: &str| -> Result<usize, String> {
-        part.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("`{part}` is not a core number"))
-    };
-    let mut cores = Vec::new();
-    for part in text.split(',') {
-        match part.split_once('-') {
-            Some((from, to)) => {
-                let (from, to) = (number(from)?, number(to)?);
-                if from > to {
-                    return Err(format!("`{part}` runs backwards (write {to}-{from})"));
-                }
-                cores.extend(from..=to);
-            }
-            None => cores.push(number(part)?),
-        }
-    }
-    if let Some(&missing) = cores.iter().find(|&&c| c >= available) {
-        return Err(format!(
-            "core {missing} does not exist: this machine has cores 0-{}",
-            available - 1
-        ));
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(&twice) = cores.iter().find(|&&c| !seen.insert(c)) {
-        return Err(format!("core {twice} is listed twice"));
-    }
-    Ok(cores)
+/// Fails with a clear message when nothing listens there, before any process is started.
+fn check_reachable(remote: &RemoteBroker) -> Result<(), LabelfuzzError> {
+    let address = remote
+        .0
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| LabelfuzzError::Broker(format!("cannot resolve {}", remote.0)))?;
+    std::net::TcpStream::connect_timeout(&address, super::link::CONNECT_TIMEOUT)
+        .map(drop)
+        .map_err(|e| {
+            LabelfuzzError::Broker(format!("cannot reach the remote broker {}: {e}", remote.0))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn core_lists_parse_like_libafl_and_nonsense_is_named() {
-        assert_eq!(parse_cores_on("0-3", 8), Ok(vec![0, 1, 2, 3]));
-        assert_eq!(parse_cores_on("0,2,5", 8), Ok(vec![0, 2, 5]));
-        assert_eq!(parse_cores_on("1,3-4", 8), Ok(vec![1, 3, 4]));
-        assert_eq!(parse_cores_on("all", 2), Ok(vec![0, 1]));
-        for (text, needle) in [
-            ("9-3", "`9-3` runs backwards"),
-            ("0-7", "core 2 does not exist: this machine has cores 0-1"),
-            ("x", "`x` is not a core number"),
-            ("0,0", "core 0 is listed twice"),
-            ("", "`` is not a core number"),
-        ] {
-            let err = parse_cores_on(text, 2).unwrap_err();
-            assert!(err.contains(needle), "{text}: {err}");
-        }
-    }
-
-    #[test]
-    fn remote_brokers_are_host_and_port() {
-        assert_eq!(
-            parse_remote_broker("127.0.0.1:1337"),
-            Ok(RemoteBroker("127.0.0.1:1337".into()))
-        );
-        assert!(parse_remote_broker("localhost:1337").is_ok());
-        assert!(parse_remote_broker("[::1]:1337").is_ok());
-        for (text, needle) in [
-            ("1337", "is not HOST:PORT"),
-            (":1337", "names no host"),
-            ("localhost:", "is not a port number"),
-            ("localhost:70000", "is not a port number"),
-        ] {
-            let err = parse_remote_broker(text).unwrap_err();
-            assert!(err.contains(needle), "{text}: {err}");
-        }
-    }
 
     #[test]
     fn a_process_without_children_has_no_live_children() {

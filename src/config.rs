@@ -1,0 +1,224 @@
+//! What a run is asked to do: the settings the command line turns into, the limits that end a
+//! run, and the core lists and broker addresses of multi-core and multi-machine runs (parsed
+//! here, so that the command line, the engine and the launcher share them without depending on
+//! each other).
+
+use std::cell::Cell;
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use libafl::state::{HasExecutions, HasStartTime, Stoppable};
+use libafl_bolts::current_time;
+
+use crate::grammar::GrammarInputs;
+
+/// Everything a run needs to know.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The output directory.
+    pub output: PathBuf,
+    /// Seed directories.
+    pub corpus_dirs: Vec<PathBuf>,
+    /// Random seed.
+    pub seed: u64,
+    /// Per-execution timeout.
+    pub timeout: Duration,
+    /// Longest input tried.
+    pub max_len: usize,
+    /// When the run ends.
+    pub limits: Limits,
+    /// Havoc mutants tried per scheduled input after its expansions (0: expand/shrink only).
+    pub havoc: usize,
+    /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
+    pub cmplog: usize,
+    /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.
+    pub rss_limit_mb: usize,
+    /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
+    pub replay: bool,
+    /// Only run the seeds and shrink the crashes they show to a fixpoint, then stop (no
+    /// fuzzing): the `reduce` subcommand.
+    pub reduce: bool,
+    /// Start inputs given directly (after the empty input, before the seed directories).
+    pub inputs: Vec<Vec<u8>>,
+    /// Run one client per listed core, connected through an LLMP broker (None: one process).
+    pub cores: Option<Vec<usize>>,
+    /// The broker's TCP port in a multi-core run (None: a free port).
+    pub broker_port: Option<u16>,
+    /// A broker of another run to link this run's broker to (multi-machine runs).
+    pub remote_broker: Option<RemoteBroker>,
+
+    /// No progress line.
+    pub quiet: bool,
+    /// Grammar mode: inputs are choice bytes that this grammar renders into what the target
+    /// sees; crash reproducers are shrunk with the grammar reducer and get their sentence
+    /// written beside them.
+    pub grammar: Option<Arc<GrammarInputs>>,
+}
+
+/// When a run ends: after so many executions, at a deadline, or at the first crash.
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    /// Stop after this many executions.
+    pub max_execs: Option<u64>,
+    /// Stop after this much time since the start of the run.
+    pub max_time: Option<Duration>,
+    /// Stop once a crash has been found (and shrunk).
+    pub stop_on_crash: bool,
+    /// Checks since the clock was last read.
+    checks: Cell<u32>,
+}
+
+impl Limits {
+    /// Limits from their parts.
+    #[must_use]
+    pub fn new(max_execs: Option<u64>, max_time: Option<Duration>, stop_on_crash: bool) -> Self {
+        Limits {
+            max_execs,
+            max_time,
+            stop_on_crash,
+            checks: Cell::new(0),
+        }
+    }
+
+    /// True when the run's time is up.
+    pub fn past_deadline<S: HasStartTime>(&self, state: &S) -> bool {
+        self.max_time
+            .is_some_and(|t| current_time().saturating_sub(*state.start_time()) >= t)
+    }
+
+    /// True when the run must end; also asks the state to stop.
+    pub fn exhausted<S: HasExecutions + HasStartTime + Stoppable>(&self, state: &mut S) -> bool {
+        if state.stop_requested() {
+            return true;
+        }
+        if crate::interrupt::requested() {
+            state.request_stop();
+            return true;
+        }
+        let over_execs = self.max_execs.is_some_and(|n| *state.executions() >= n);
+        // Reading the clock costs little next to an execution, but not nothing: read it on every
+        // 256th check (checks, not executions: skipped candidates must not hide the deadline).
+        let checks = self.checks.get().wrapping_add(1);
+        self.checks.set(checks);
+        let over_time = checks % 256 == 1 && self.past_deadline(state);
+        if over_execs || over_time {
+            state.request_stop();
+        }
+        over_execs || over_time
+    }
+}
+
+/// The broker of another run, as `HOST:PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteBroker(pub String);
+
+/// Parses `HOST:PORT` for `--remote-broker`, resolving the host.
+pub fn parse_remote_broker(text: &str) -> Result<RemoteBroker, String> {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("`{text}` is not HOST:PORT"));
+    };
+    if host.is_empty() {
+        return Err(format!("`{text}` names no host"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => return Err(format!("`{port}` is not a port number (1-65535)")),
+    }
+    match text.to_socket_addrs().map(|mut addrs| addrs.next()) {
+        Ok(Some(_)) => Ok(RemoteBroker(text.to_string())),
+        Ok(None) => Err(format!("host `{host}` has no address")),
+        Err(e) => Err(format!("cannot resolve host `{host}`: {e}")),
+    }
+}
+
+/// A list of cores to run clients on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreList(pub Vec<usize>);
+
+/// Parses a core list such as `0-3`, `0,2,5` or `all`, checking each core exists here.
+pub fn parse_cores(text: &str) -> Result<CoreList, String> {
+    let available = libafl_bolts::core_affinity::get_core_ids()
+        .map(|ids| ids.len())
+        .unwrap_or(1);
+    parse_cores_on(text, available).map(CoreList)
+}
+
+/// [`parse_cores`] on a machine with `available` cores.
+fn parse_cores_on(text: &str, available: usize) -> Result<Vec<usize>, String> {
+    if text == "all" {
+        return Ok((0..available).collect());
+    }
+    let number = |part: &str| -> Result<usize, String> {
+        part.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{part}` is not a core number"))
+    };
+    let mut cores = Vec::new();
+    for part in text.split(',') {
+        match part.split_once('-') {
+            Some((from, to)) => {
+                let (from, to) = (number(from)?, number(to)?);
+                if from > to {
+                    return Err(format!("`{part}` runs backwards (write {to}-{from})"));
+                }
+                cores.extend(from..=to);
+            }
+            None => cores.push(number(part)?),
+        }
+    }
+    if let Some(&missing) = cores.iter().find(|&&c| c >= available) {
+        return Err(format!(
+            "core {missing} does not exist: this machine has cores 0-{}",
+            available - 1
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(&twice) = cores.iter().find(|&&c| !seen.insert(c)) {
+        return Err(format!("core {twice} is listed twice"));
+    }
+    Ok(cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists_parse_like_libafl_and_nonsense_is_named() {
+        assert_eq!(parse_cores_on("0-3", 8), Ok(vec![0, 1, 2, 3]));
+        assert_eq!(parse_cores_on("0,2,5", 8), Ok(vec![0, 2, 5]));
+        assert_eq!(parse_cores_on("1,3-4", 8), Ok(vec![1, 3, 4]));
+        assert_eq!(parse_cores_on("all", 2), Ok(vec![0, 1]));
+        for (text, needle) in [
+            ("9-3", "`9-3` runs backwards"),
+            ("0-7", "core 2 does not exist: this machine has cores 0-1"),
+            ("x", "`x` is not a core number"),
+            ("0,0", "core 0 is listed twice"),
+            ("", "`` is not a core number"),
+        ] {
+            let err = parse_cores_on(text, 2).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn remote_brokers_are_host_and_port() {
+        assert_eq!(
+            parse_remote_broker("127.0.0.1:1337"),
+            Ok(RemoteBroker("127.0.0.1:1337".into()))
+        );
+        assert!(parse_remote_broker("localhost:1337").is_ok());
+        assert!(parse_remote_broker("[::1]:1337").is_ok());
+        for (text, needle) in [
+            ("1337", "is not HOST:PORT"),
+            (":1337", "names no host"),
+            ("localhost:", "is not a port number"),
+            ("localhost:70000", "is not a port number"),
+        ] {
+            let err = parse_remote_broker(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The launch layer: turns a [`Config`] into processes. One fuzzing process under a restarting
+//! supervisor ([`fuzz_in_one_process`]), or one per core under LibAFL's `Launcher` with an LLMP
+//! broker ([`cores`]), optionally linked to other machines' brokers ([`link`]). Each fuzzing
+//! process runs the engine ([`crate::engine::run_client`]), which knows nothing of cores.
+
+pub mod cores;
+pub(crate) mod link;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libafl::events::SimpleRestartingEventManager;
+use libafl::monitors::NopMonitor;
+use libafl::Error;
+use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
+
+use crate::config::Config;
+use crate::engine::{run_client, StartInputs};
+use crate::error::LabelfuzzError;
+use crate::output::OutputDir;
+use crate::report::{Client, Summary};
+
+/// What a finished run found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The final summary.
+    pub summary: Summary,
+    /// True in the supervising process (which returns last, after the fuzzing process).
+    pub supervisor: bool,
+}
+
+impl Outcome {
+    /// True when any crash label was found.
+    #[must_use]
+    pub fn found_crashes(&self) -> bool {
+        !self.summary.crashes.is_empty()
+    }
+}
+
+/// Reads every seed file in `dirs` (a path that is a file is one seed; a directory is read with
+/// [`crate::output::read_inputs`]).
+fn read_seeds(dirs: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
+    let mut seeds = Vec::new();
+    for dir in dirs {
+        if dir.is_file() {
+            // A single input named on the command line, as libFuzzer accepts.
+            let bytes =
+                std::fs::read(dir).map_err(|e| LabelfuzzError::io("read input file", dir, e))?;
+            seeds.push(bytes);
+            continue;
+        }
+        seeds.extend(crate::output::read_inputs(dir, max_len)?);
+    }
+    Ok(seeds)
+}
+
+/// The number of SanitizerCoverage edges registered by the instrumented code in this process.
+#[must_use]
+pub fn instrumented_edges() -> usize {
+    // SAFETY: written only by the sancov init callbacks, which run before `main`.
+    unsafe { libafl_targets::MAX_EDGES_FOUND }
+}
+
+/// Fuzzes `target` as `config` says; returns when a limit is reached.
+///
+/// The target is taken as a trait object on purpose: were the engine generic over it, all of
+/// LibAFL would be monomorphized into the (instrumented) target crate and its own edges would
+/// drown the target's.
+pub fn fuzz(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
+    match &config.grammar {
+        None => fuzz_bytes(config, target),
+        Some(grammar) => {
+            let grammar = Arc::clone(grammar);
+            fuzz_bytes(config, &mut |choices: &[u8]| {
+                target(&grammar.render(choices))
+            })
+        }
+    }
+}
+
+/// [`fuzz`] on the bytes the engine carries (choice bytes in grammar mode).
+fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome, LabelfuzzError> {
+    let rendering = config.grammar.clone().map(|grammar| {
+        crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
+    });
+    let out = OutputDir::create(&config.output)?.with_rendering(rendering);
+    if instrumented_edges() == 0 {
+        return Err(LabelfuzzError::NotInstrumented);
+    }
+    let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
+    let previous = if config.replay || config.reduce {
+        crate::output::PreviousRun::default()
+    } else {
+        out.previous_run(config.max_len)?
+    };
+
+    let start = StartInputs {
+        given: config.inputs.clone(),
+        previous,
+        seeds,
+    };
+
+    crate::interrupt::install();
+    // Before any fuzzing process forks: they inherit the table instead of reading it again
+    // after every crash.
+    crate::symbols::preload();
+    match &config.cores {
+        None => fuzz_in_one_process(config, target, &out, &start),
+        Some(cores) => cores::fuzz_on_cores(config, target, &out, &start, cores),
+    }
+}
+
+/// One fuzzing process under a supervisor that restarts it after a crash.
+pub(crate) fn fuzz_in_one_process(
+    config: &Config,
+    target: &mut dyn FnMut(&[u8]),
+    out: &OutputDir,
+    start: &StartInputs,
+) -> Result<Outcome, LabelfuzzError> {
+    let mut shmem_provider = StdShMemProvider::new()?;
+    share_seen_filter();
+    let (restored, manager) =
+        match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
+            Ok(launched) => launched,
+            // We are the supervising parent and the fuzzing child has finished.
+            Err(Error::ShuttingDown) => {
+                if crate::interrupt::failed() {
+                    return Err(LabelfuzzError::FuzzerFailed);
+                }
+                let summary = Summary::read(out)?;
+                return Ok(Outcome {
+                    summary,
+                    supervisor: true,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+    let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
+    Ok(Outcome {
+        summary,
+        supervisor: false,
+    })
+}
+
+/// Shares the "already run" filter between this supervisor and the fuzzing processes it
+/// starts (a failure only costs speed: each process then keeps its own).
+pub(crate) fn share_seen_filter() {
+    if let Err(e) = crate::seen::share_across_restarts() {
+        eprintln!("labelfuzz: warning: the filter of inputs already run is not shared across restarts: {e}");
+    }
+}

@@ -1,0 +1,318 @@
+//! The CmpLog stage: input-to-state mutants from the operands of the comparisons a traced run
+//! logged, and the bounded cache of those operands.
+
+use libafl::corpus::{CorpusId, HasCurrentCorpusId};
+use libafl::executors::ExitKind;
+use libafl::inputs::BytesInput;
+use libafl::mutators::Mutator;
+use libafl::observers::{CmpValuesMetadata, Observer};
+use libafl::stages::Stage;
+use libafl::{Error, Evaluator, ExecutesInput};
+
+use super::{load_current_into, HavocStage};
+use crate::consider::{FuzzState, ObservedExecutor};
+
+/// The most comparison operands kept per corpus entry. A parser such as SQLite's logs tens of
+/// thousands of comparisons per run, mostly the same ones again; kept whole they cost over a
+/// megabyte per entry, gigabytes for a corpus.
+pub const MAX_TRACED_OPERANDS: usize = 256;
+
+/// The distinct entries of `logged`, without comparisons whose two sides are equal already
+/// (replacing one by the other changes nothing); when more than `cap` remain, `cap` of them spread
+/// evenly over the run, so that the comparisons of late parsing stages are kept too.
+#[must_use]
+pub fn distinct_operands(
+    logged: Vec<libafl::observers::CmpValues>,
+    cap: usize,
+) -> Vec<libafl::observers::CmpValues> {
+    use libafl::observers::CmpValues;
+    use libafl_bolts::ToSlice;
+    let mut seen = std::collections::HashSet::new();
+    let mut kept = Vec::new();
+    for value in logged {
+        // (width, sides, is_const, bytes), and whether the two sides are equal already.
+        let (key, same_sides): ((u8, u64, u64, bool, Vec<u8>), bool) = match &value {
+            CmpValues::U8((a, b, c)) => ((1, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U16((a, b, c)) => ((2, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U32((a, b, c)) => ((4, (*a).into(), (*b).into(), *c, Vec::new()), a == b),
+            CmpValues::U64((a, b, c)) => ((8, *a, *b, *c, Vec::new()), a == b),
+            CmpValues::Bytes((a, b)) => {
+                let (a, b) = (a.to_slice(), b.to_slice());
+                let both = [a, b].concat();
+                ((0, a.len() as u64, b.len() as u64, false, both), *a == *b)
+            }
+        };
+        if !same_sides && seen.insert(key) {
+            kept.push(value);
+        }
+    }
+    if kept.len() <= cap {
+        return kept;
+    }
+    let step = kept.len() as f64 / cap as f64;
+    (0..cap)
+        .map(|i| kept[(i as f64 * step) as usize].clone())
+        .collect()
+}
+
+/// How many corpus entries keep their traced operands between schedulings (the most recently
+/// traced ones): memory stays bounded however large the corpus grows.
+pub const TRACED_ENTRIES: usize = 2048;
+
+/// The traced comparison operands of the most recently scheduled corpus entries, newest last.
+/// A linear search over a few thousand ids per scheduled input costs nothing next to the
+/// executions the stage runs.
+#[derive(Debug, Default)]
+struct TracedCache(std::collections::VecDeque<(CorpusId, Vec<libafl::observers::CmpValues>)>);
+
+impl TracedCache {
+    fn take(&mut self, id: CorpusId) -> Option<Vec<libafl::observers::CmpValues>> {
+        let position = self.0.iter().position(|(entry, _)| *entry == id)?;
+        self.0.remove(position).map(|(_, list)| list)
+    }
+
+    fn put(&mut self, id: CorpusId, list: Vec<libafl::observers::CmpValues>) {
+        self.0.push_back((id, list));
+        if self.0.len() > TRACED_ENTRIES {
+            self.0.pop_front();
+        }
+    }
+}
+
+/// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison
+/// logging on, then tries mutants that write the logged operands of its comparisons into the
+/// input ([`libafl::mutators::I2SRandReplace`]), stopping at the first improvement. This is how
+/// magic numbers, multi-byte keywords and the wide compares LLVM merges byte checks into are
+/// passed: expansions add one byte at a time and see no edge until the whole value matches.
+pub struct CmpLogStage<M> {
+    observer: libafl_targets::CmpLogObserver,
+    mutants: HavocStage<M>,
+    traced: BytesInput,
+    cache: TracedCache,
+}
+
+impl<M> std::fmt::Debug for CmpLogStage<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CmpLogStage")
+            .field("iterations", &self.mutants.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M> CmpLogStage<M> {
+    /// Traces each scheduled input, then tries up to `mutants.iterations` replacement mutants
+    /// (0 turns the stage off, tracing included).
+    #[must_use]
+    pub fn new(mutants: HavocStage<M>) -> Self {
+        CmpLogStage {
+            // The operands are read by `traced_operands`, not by LibAFL's full-map scan.
+            observer: libafl_targets::CmpLogObserver::new("cmplog", false),
+            mutants,
+            traced: BytesInput::new(Vec::new()),
+            cache: TracedCache::default(),
+        }
+    }
+}
+
+impl<E, EM, M, S, Z> Stage<E, EM, S, Z> for CmpLogStage<M>
+where
+    E: ObservedExecutor,
+    M: Mutator<BytesInput, S>,
+    S: FuzzState + HasCurrentCorpusId,
+    Z: Evaluator<E, EM, BytesInput, S> + ExecutesInput<E, EM, BytesInput, S>,
+{
+    fn perform(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error> {
+        if self.mutants.iterations == 0 || state.stop_requested() {
+            return Ok(());
+        }
+        // Tracing resets a 34 MB comparison map: do it once per corpus entry and keep the
+        // operands of recent entries. They move (not copy) into the state for the mutants, and
+        // back.
+        let id = state
+            .current_corpus_id()?
+            .ok_or_else(|| Error::empty("no corpus entry is scheduled"))?;
+        let known = self.cache.take(id);
+        let list = match known {
+            Some(list) => list,
+            None => {
+                load_current_into(state, self.traced.as_mut())?;
+                self.observer.pre_exec(state, &self.traced)?;
+                let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
+                self.observer.post_exec(state, &self.traced, &exit_kind)?;
+                if exit_kind == ExitKind::Ok {
+                    distinct_operands(traced_operands(), MAX_TRACED_OPERANDS)
+                } else {
+                    Vec::new()
+                }
+            }
+        };
+        let list = if list.is_empty() {
+            list
+        } else {
+            state.metadata_or_insert_with(CmpValuesMetadata::new).list = list;
+            self.mutants.perform(fuzzer, executor, state, manager)?;
+            std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list)
+        };
+        self.cache.put(id, list);
+        Ok(())
+    }
+}
+
+/// The comparison sites a traced run hit, over LibAFL's CmpLog map: LibAFL reads the operands
+/// through this view, which lists only the sites with hits, found by scanning the map's headers
+/// a word at a time. LibAFL's own reader visits all 65 536 sites through the map's accessors,
+/// which costs more than a fast target's execution; after each restart a process traces again.
+struct HitSites<'a> {
+    map: &'a libafl_targets::CmpLogMap,
+    hit: Vec<usize>,
+}
+
+impl<'a> HitSites<'a> {
+    fn of(map: &'a libafl_targets::CmpLogMap) -> Self {
+        // The map is `repr(C)` and starts with one 4-byte header a site (`hits: u16`, then
+        // shape and kind): two headers a word, zero when the site was not hit since the reset.
+        const HEADERS: usize = libafl_targets::CMPLOG_MAP_W;
+        // SAFETY: the headers are the map's first HEADERS * 4 bytes, plain integers.
+        let words = unsafe {
+            std::slice::from_raw_parts(std::ptr::from_ref(map).cast::<u64>(), HEADERS / 2)
+        };
+        let mut hit = Vec::new();
+        for (i, &word) in words.iter().enumerate() {
+            if word & 0xffff != 0 {
+                hit.push(2 * i);
+            }
+            if (word >> 32) & 0xffff != 0 {
+                hit.push(2 * i + 1);
+            }
+        }
+        HitSites { map, hit }
+    }
+}
+
+impl std::fmt::Debug for HitSites<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HitSites").field("hit", &self.hit).finish()
+    }
+}
+
+impl libafl::observers::CmpMap for HitSites<'_> {
+    fn len(&self) -> usize {
+        self.hit.len()
+    }
+
+    fn executions_for(&self, idx: usize) -> usize {
+        self.map.executions_for(self.hit[idx])
+    }
+
+    fn usable_executions_for(&self, idx: usize) -> usize {
+        self.map.usable_executions_for(self.hit[idx])
+    }
+
+    fn values_of(&self, idx: usize, execution: usize) -> Option<libafl::observers::CmpValues> {
+        self.map.values_of(self.hit[idx], execution)
+    }
+
+    fn reset(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The operands of the comparisons the last traced run logged (LibAFL's filtering of loop
+/// counters included).
+fn traced_operands() -> Vec<libafl::observers::CmpValues> {
+    // SAFETY: read after the traced run, while nothing writes the map.
+    let map = unsafe { &*std::ptr::addr_of!(libafl_targets::CMPLOG_MAP) };
+    let mut sites = HitSites::of(map);
+    let mut metadata = CmpValuesMetadata::new();
+    metadata.add_from(sites.hit.len(), &mut sites);
+    metadata.list
+}
+
+#[cfg(test)]
+mod tests {
+    use libafl::observers::{CmpValues, CmplogBytes};
+
+    use super::*;
+
+    fn bytes(text: &[u8]) -> CmplogBytes {
+        let mut buf = [0; 32];
+        buf[..text.len()].copy_from_slice(text);
+        CmplogBytes::from_buf_and_len(buf, u8::try_from(text.len()).unwrap())
+    }
+
+    #[test]
+    fn traced_operands_are_distinct_useful_and_capped() {
+        let logged = vec![
+            CmpValues::U32((7, 9, false)),
+            CmpValues::U32((7, 9, true)),
+            CmpValues::U64((7, 9, false)),
+            CmpValues::U8((5, 5, false)),
+            CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            CmpValues::Bytes((bytes(b"same"), bytes(b"same"))),
+        ];
+        let kept = distinct_operands(logged.clone(), 10);
+        assert_eq!(
+            kept,
+            vec![
+                CmpValues::U32((7, 9, false)),
+                CmpValues::U32((7, 9, true)),
+                CmpValues::U64((7, 9, false)),
+                CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
+            ],
+            "the same comparison once; equal sides never"
+        );
+        assert_eq!(distinct_operands(logged, 2).len(), 2);
+        let many: Vec<CmpValues> = (0..10_000u32)
+            .map(|i| CmpValues::U32((i, i + 1, false)))
+            .collect();
+        let kept = distinct_operands(many, MAX_TRACED_OPERANDS);
+        assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
+        // Spread over the whole run, not only its first comparisons.
+        assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000));
+    }
+
+    #[test]
+    fn traced_operands_come_from_the_sites_that_were_hit() {
+        use libafl::observers::CmpMap;
+        use libafl_targets::{CMPLOG_ENABLED, CMPLOG_MAP, CMPLOG_MAP_W};
+        // SAFETY: this test alone uses the CmpLog map; the logging calls are LibAFL's own.
+        unsafe {
+            (*std::ptr::addr_of_mut!(CMPLOG_MAP)).reset().unwrap();
+            CMPLOG_ENABLED = 1;
+            libafl_targets::__libafl_targets_cmplog_instructions(5, 4, 7, 9);
+            libafl_targets::__libafl_targets_cmplog_instructions(CMPLOG_MAP_W - 1, 8, 1 << 40, 3);
+            libafl_targets::__libafl_targets_cmplog_instructions(CMPLOG_MAP_W - 1, 8, 1 << 41, 3);
+            CMPLOG_ENABLED = 0;
+        }
+        assert_eq!(
+            traced_operands(),
+            vec![
+                CmpValues::U32((7, 9, false)),
+                CmpValues::U64((1 << 40, 3, false)),
+                CmpValues::U64((1 << 41, 3, false)),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_traced_cache_keeps_the_most_recent_entries_only() {
+        let mut cache = TracedCache::default();
+        let list = || vec![CmpValues::U8((1, 2, false))];
+        for i in 0..3 * TRACED_ENTRIES {
+            cache.put(CorpusId(i), list());
+            // The first entry is scheduled again and again: it stays.
+            let first = cache.take(CorpusId(0)).expect("the first entry is kept");
+            cache.put(CorpusId(0), first);
+        }
+        assert_eq!(cache.0.len(), TRACED_ENTRIES);
+        assert!(cache.take(CorpusId(1)).is_none(), "old entries leave");
+        assert!(cache.take(CorpusId(3 * TRACED_ENTRIES - 1)).is_some());
+    }
+}
