@@ -1,0 +1,309 @@
+//! Signal crash sites: which signal killed an execution, and where in the target.
+//!
+//! LibAFL's handler saves the reproducer and restarts the process, but does not say where the
+//! fault was. We chain a handler in front of it that records the signal and the top frames of
+//! the interrupted code inside the main executable (where the target is linked), as offsets from
+//! the executable's load address: stable across runs despite ASLR, so the same bug gets the same
+//! label in every process, and two bugs raising the same signal get two labels.
+
+mod sanitizer;
+mod site;
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+pub use sanitizer::{record_sanitizer_report, SanitizerReport};
+use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
+pub use site::{collapse_recursion, describe_frames, recursive_cycle};
+
+/// How close to the stack pointer a fault must be to count as a stack overflow.
+const STACK_FAULT_DISTANCE: usize = 1 << 20;
+
+/// The signals whose site is recorded.
+pub(super) const SIGNALS: [libc::c_int; 6] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+    libc::SIGTRAP,
+];
+
+/// Functions that name a site: the faulting one and its nearest callers, recursion collapsed.
+pub const SITE_FUNCTIONS: usize = 3;
+
+/// Frames of the target recorded per crash, innermost first: enough to see a recursive parser's
+/// whole path back to the entry (the label collapses the recursion) or a stack overflow's cycle.
+pub const MAX_FRAMES: usize = 1024;
+/// Frames the unwinder may report in all: the signal handler's own come first.
+pub(super) const RAW_FRAMES: usize = MAX_FRAMES + 64;
+
+pub(super) static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+pub(super) static LAST_STACK_OVERFLOW: AtomicBool = AtomicBool::new(false);
+/// The target's frames of the last signal (offsets in the executable), innermost first.
+pub(super) static LAST_FRAMES: [AtomicUsize; MAX_FRAMES] =
+    [const { AtomicUsize::new(0) }; MAX_FRAMES];
+pub(super) static LAST_FRAME_COUNT: AtomicUsize = AtomicUsize::new(0);
+pub(super) static LAST_FAULT_IN_EXE: AtomicBool = AtomicBool::new(false);
+/// The unwinder's raw frames (instruction and stack pointers), static because the handler may
+/// run on a small alternate stack.
+pub(super) static RAW_IPS: [AtomicUsize; RAW_FRAMES] = [const { AtomicUsize::new(0) }; RAW_FRAMES];
+pub(super) static RAW_SPS: [AtomicUsize; RAW_FRAMES] = [const { AtomicUsize::new(0) }; RAW_FRAMES];
+pub(super) static EXE_BASE: AtomicUsize = AtomicUsize::new(0);
+pub(super) static EXE_END: AtomicUsize = AtomicUsize::new(0);
+pub(super) static EXE_START: AtomicUsize = AtomicUsize::new(0);
+/// An address in the frame that calls the target: frames at or above it belong to the fuzzer,
+/// whose call path (which stage ran the input) must not split one bug into several labels.
+pub(super) static TARGET_ENTRY: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// The handlers we chain to, by signal number (read lock-free from the handler).
+pub(super) static PREVIOUS: [OnceLock<libc::sigaction>; 32] = [const { OnceLock::new() }; 32];
+
+/// Where a signal was raised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignalSite {
+    /// The signal number.
+    pub signal: i32,
+    /// Offsets of the target's frames in the main executable, innermost first: return
+    /// addresses, after the faulting instruction when it is in the executable.
+    pub frames: Vec<usize>,
+    /// True when `frames[0]` is the faulting instruction itself (not a return address: the
+    /// fault was in the executable, not in a shared library it called).
+    pub faulted_in_executable: bool,
+    /// A SIGSEGV whose fault address is next to the stack pointer: the stack ran out.
+    pub stack_overflow: bool,
+    /// Why the process aborted, when the abort was deliberate.
+    pub cause: AbortCause,
+}
+
+/// Who raised the signal: the target's own fault, or labelfuzz or a sanitizer on its behalf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortCause {
+    /// The target faulted (or aborted) by itself.
+    Fault,
+    /// A sanitizer reported a bug and aborted.
+    Sanitizer(SanitizerReport),
+    /// The target called `exit()`, which the exit guard turned into an abort.
+    Exit,
+    /// The memory watcher stopped an execution over `--rss-limit-mb`.
+    OutOfMemory,
+}
+
+/// The cause of an abort labelfuzz itself is about to raise (0: none, see [`note_abort`]).
+pub(super) static NOTED_ABORT: AtomicU8 = AtomicU8::new(0);
+pub(super) const NOTED_EXIT: u8 = 1;
+pub(super) const NOTED_OUT_OF_MEMORY: u8 = 2;
+
+/// Records why labelfuzz is about to abort the execution (before raising SIGABRT), so the crash
+/// label names the cause rather than wherever the target happened to be.
+pub fn note_abort(cause: &AbortCause) {
+    let code = match cause {
+        AbortCause::Exit => NOTED_EXIT,
+        AbortCause::OutOfMemory => NOTED_OUT_OF_MEMORY,
+        AbortCause::Fault | AbortCause::Sanitizer(_) => return,
+    };
+    NOTED_ABORT.store(code, Ordering::SeqCst);
+}
+
+extern "C" fn find_executable(
+    info: *mut libc::dl_phdr_info,
+    _size: libc::size_t,
+    _data: *mut c_void,
+) -> libc::c_int {
+    // SAFETY: the loader passes a valid `dl_phdr_info`; the first object is the main program.
+    unsafe {
+        let info = &*info;
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        for i in 0..usize::from(info.dlpi_phnum) {
+            let header = &*info.dlpi_phdr.add(i);
+            if header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0 {
+                let start = info.dlpi_addr as usize + header.p_vaddr as usize;
+                lo = lo.min(start);
+                hi = hi.max(start + header.p_memsz as usize);
+            }
+        }
+        EXE_BASE.store(info.dlpi_addr as usize, Ordering::Relaxed);
+        EXE_START.store(lo, Ordering::Relaxed);
+        EXE_END.store(hi, Ordering::Relaxed);
+    }
+    1 // stop after the main program
+}
+
+/// Installs the site recorder in front of the current handlers (call after the executor is
+/// built, so LibAFL's handlers are the ones chained to).
+pub fn install() {
+    // SAFETY: plain libc calls at start-up, before any signal of interest can be delivered.
+    unsafe {
+        libc::dl_iterate_phdr(Some(find_executable), std::ptr::null_mut());
+        for signal in SIGNALS {
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &raw mut previous) != 0 {
+                continue;
+            }
+            if previous.sa_sigaction == record_site as *const () as usize {
+                continue; // already installed in this process
+            }
+            let _ = PREVIOUS[signal as usize].set(previous);
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = record_site as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+            action.sa_mask = previous.sa_mask;
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Marks where the fuzzer calls the target: `frame_address` is the address of a local of the
+/// calling function. Only frames below it (called by the target) make a crash site.
+pub fn mark_target_entry(frame_address: usize) {
+    TARGET_ENTRY.store(frame_address, Ordering::Relaxed);
+}
+
+/// Forgets the last signal (before each execution).
+pub fn clear() {
+    LAST_SIGNAL.store(0, Ordering::Relaxed);
+    LAST_STACK_OVERFLOW.store(false, Ordering::Relaxed);
+    SANITIZER_PENDING.store(false, Ordering::Relaxed);
+    // An out-of-memory note stays: the watcher's signal may land after the execution it meant.
+    let _ = NOTED_ABORT.compare_exchange(NOTED_EXIT, 0, Ordering::SeqCst, Ordering::Relaxed);
+}
+
+/// The site of the signal that ended the last execution, if one did.
+#[must_use]
+pub fn take_site() -> Option<SignalSite> {
+    let signal = LAST_SIGNAL.swap(0, Ordering::Relaxed);
+    if signal == 0 {
+        return None;
+    }
+    if SANITIZER_PENDING.swap(false, Ordering::Acquire) {
+        if let Some((report, frames)) = SANITIZER_REPORT.lock().ok().and_then(|mut r| r.take()) {
+            return Some(SignalSite {
+                signal,
+                frames,
+                faulted_in_executable: false,
+                stack_overflow: false,
+                cause: AbortCause::Sanitizer(report),
+            });
+        }
+    }
+    let cause = match NOTED_ABORT.swap(0, Ordering::SeqCst) {
+        NOTED_EXIT => AbortCause::Exit,
+        NOTED_OUT_OF_MEMORY => AbortCause::OutOfMemory,
+        _ => AbortCause::Fault,
+    };
+    let frames = if cause == AbortCause::OutOfMemory {
+        Vec::new()
+    } else {
+        let count = LAST_FRAME_COUNT.load(Ordering::Relaxed).min(MAX_FRAMES);
+        LAST_FRAMES[..count]
+            .iter()
+            .map(|f| f.load(Ordering::Relaxed))
+            .collect()
+    };
+    Some(SignalSite {
+        signal,
+        frames,
+        faulted_in_executable: LAST_FAULT_IN_EXE.load(Ordering::Relaxed),
+        stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
+        cause,
+    })
+}
+
+/// The interrupted program counter and stack pointer, from the signal context.
+unsafe fn interrupted_pc_sp(context: *mut c_void) -> (usize, usize) {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        // SAFETY: the kernel passes a valid ucontext to SA_SIGINFO handlers.
+        let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
+        (
+            gregs[libc::REG_RIP as usize] as usize,
+            gregs[libc::REG_RSP as usize] as usize,
+        )
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        // SAFETY: as above.
+        let mcontext = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext };
+        (mcontext.pc as usize, mcontext.sp as usize)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        let _ = context;
+        (0, 0)
+    }
+}
+
+extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: runs as a signal handler; it only reads the context, walks the stack without
+    // allocating and stores to atomics, then hands over to the previous handler.
+    unsafe {
+        let (pc, sp) = interrupted_pc_sp(context);
+        let fault = if info.is_null() {
+            0
+        } else {
+            (*info).si_addr() as usize
+        };
+        LAST_STACK_OVERFLOW.store(
+            signal == libc::SIGSEGV && sp != 0 && fault.abs_diff(sp) < STACK_FAULT_DISTANCE,
+            Ordering::Relaxed,
+        );
+        let (lo, hi, base) = (
+            EXE_START.load(Ordering::Relaxed),
+            EXE_END.load(Ordering::Relaxed),
+            EXE_BASE.load(Ordering::Relaxed),
+        );
+        let mut count = 0;
+        backtrace::trace_unsynchronized(|frame| {
+            RAW_IPS[count].store(frame.ip() as usize, Ordering::Relaxed);
+            RAW_SPS[count].store(frame.sp() as usize, Ordering::Relaxed);
+            count += 1;
+            count < RAW_FRAMES
+        });
+        // Frames before the interrupted PC belong to this handler: start at the PC.
+        let start = (0..count).find(|&i| RAW_IPS[i].load(Ordering::Relaxed) == pc);
+        let entry = TARGET_ENTRY.load(Ordering::Relaxed);
+        let mut kept = 0;
+        let mut keep = |ip: usize| {
+            if kept < MAX_FRAMES && ip >= lo && ip < hi {
+                LAST_FRAMES[kept].store(ip - base, Ordering::Relaxed);
+                kept += 1;
+            }
+        };
+        match start {
+            Some(first) => {
+                for i in first..count {
+                    if RAW_SPS[i].load(Ordering::Relaxed) >= entry {
+                        break;
+                    }
+                    keep(RAW_IPS[i].load(Ordering::Relaxed));
+                }
+            }
+            None => keep(pc),
+        }
+        LAST_FRAME_COUNT.store(kept, Ordering::Relaxed);
+        LAST_FAULT_IN_EXE.store(pc >= lo && pc < hi, Ordering::Relaxed);
+        LAST_SIGNAL.store(signal, Ordering::Relaxed);
+
+        match PREVIOUS[signal as usize].get().copied() {
+            Some(previous) if previous.sa_flags & libc::SA_SIGINFO != 0 => {
+                let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal, info, context);
+            }
+            Some(previous) if previous.sa_sigaction == libc::SIG_IGN => {}
+            Some(previous) if previous.sa_sigaction != libc::SIG_DFL => {
+                let handler: extern "C" fn(libc::c_int) =
+                    std::mem::transmute(previous.sa_sigaction);
+                handler(signal);
+            }
+            _ => {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
+    }
+}

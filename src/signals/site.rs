@@ -1,0 +1,239 @@
+//! What a recorded signal site says: the signal's name, the crash kind, the symbolized frames
+//! of the target, and the recursion collapsing that gives one label to one recursive bug.
+
+use super::*;
+
+impl SignalSite {
+    /// The signal's name, e.g. `SIGSEGV`.
+    #[must_use]
+    pub fn signal_name(&self) -> String {
+        match self.signal {
+            libc::SIGSEGV => "SIGSEGV".into(),
+            libc::SIGBUS => "SIGBUS".into(),
+            libc::SIGILL => "SIGILL".into(),
+            libc::SIGFPE => "SIGFPE".into(),
+            libc::SIGABRT => "SIGABRT".into(),
+            libc::SIGTRAP => "SIGTRAP".into(),
+            other => format!("signal {other}"),
+        }
+    }
+
+    /// The crash kind: `sanitizer`, `exit`, `oom`, `stack-overflow` or `signal`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self.cause {
+            AbortCause::Sanitizer(_) => "sanitizer",
+            AbortCause::Exit => "exit",
+            AbortCause::OutOfMemory => "oom",
+            AbortCause::Fault if self.stack_overflow => "stack-overflow",
+            AbortCause::Fault => "signal",
+        }
+    }
+
+    /// The label location and the site frames kept with the crash (for people: the first frame
+    /// of each function named in the location).
+    ///
+    /// The location is the signal, the faulting function (with the instruction's offset in it)
+    /// and its nearest callers, recursion collapsed, so one bug is one label however deep a
+    /// recursive parser reached it; for a stack overflow, the functions of the recursive cycle
+    /// (which instruction faults depends on how deep the input made it go); none for running
+    /// out of memory (one label, as the site is wherever the target was). The frames are
+    /// symbolized once for both.
+    #[must_use]
+    pub fn location_and_frames(&self) -> (String, Vec<usize>) {
+        if self.cause == AbortCause::OutOfMemory {
+            return (String::new(), Vec::new());
+        }
+        let functions = self.functions();
+        let path = collapse_recursion(&function_path(&functions));
+        let site_frames: Vec<usize> = path
+            .iter()
+            .take(SITE_FUNCTIONS)
+            .filter_map(|(start, _)| functions.iter().find(|(_, s, _)| s == start))
+            .map(|(frame, _, _)| *frame)
+            .collect();
+        // The faulting function with the instruction's offset, then the nearest callers on the
+        // collapsed path: `parse_term+0x2a < parse_expr < parse`.
+        let site = match functions.first() {
+            None => String::new(),
+            Some((frame, start, name)) => std::iter::once(format!("{name}+{:#x}", frame - start))
+                .chain(
+                    path.iter()
+                        .skip(1)
+                        .take(SITE_FUNCTIONS - 1)
+                        .map(|(_, n)| n.clone()),
+                )
+                .collect::<Vec<_>>()
+                .join(" < "),
+        };
+        let location = match &self.cause {
+            AbortCause::Sanitizer(report) => format!("{} {} at {site}", report.tool, report.bug),
+            AbortCause::Fault if self.stack_overflow => {
+                let cycle = recursive_cycle(&function_path(&functions));
+                if cycle.is_empty() {
+                    format!("stack overflow at {site}")
+                } else {
+                    format!("stack overflow in recursion {}", cycle.join(" < "))
+                }
+            }
+            _ => format!("{} at {site}", self.signal_name()),
+        };
+        (location, site_frames)
+    }
+
+    /// The target's frames with their functions, innermost first: `(frame, start, name)`, an
+    /// unknown function named by the frame's offset. labelfuzz's own frames (the exit guard,
+    /// the call into the target) are left out: they are the same for every bug.
+    fn functions(&self) -> Vec<(usize, usize, String)> {
+        let table = crate::symbols::functions();
+        self.frames
+            .iter()
+            .enumerate()
+            .map(|(i, &frame)| {
+                // A return address points after its call, which may be a function's last
+                // instruction (a call to `abort`): look the call itself up.
+                let exact = i == 0 && self.faulted_in_executable;
+                let lookup = if exact {
+                    frame
+                } else {
+                    frame.saturating_sub(1)
+                };
+                match table.function_at(lookup) {
+                    Some(f) => (frame, f.start, f.name.to_string()),
+                    None => (frame, frame, format!("exe+{frame:#x}")),
+                }
+            })
+            .filter(|(_, _, name)| !name.starts_with("labelfuzz::"))
+            .collect()
+    }
+
+    /// A short description for people: the sanitizer's bug, or the signal's name.
+    #[must_use]
+    pub fn message(&self) -> String {
+        match &self.cause {
+            AbortCause::Sanitizer(report) => format!("{}: {}", report.tool, report.bug),
+            AbortCause::OutOfMemory => "out of memory (--rss-limit-mb)".into(),
+            AbortCause::Fault | AbortCause::Exit => self.signal_name(),
+        }
+    }
+
+    /// The functions of the site frames, innermost first, for people (not part of the label).
+    #[must_use]
+    pub fn symbol(&self) -> String {
+        describe_frames(&self.frames)
+    }
+}
+
+/// Names the functions at `frames` (offsets in the executable), innermost first. Slow the first
+/// time in a process (it reads the debug information): call it once per new crash label, not
+/// per crash.
+#[must_use]
+pub fn describe_frames(frames: &[usize]) -> String {
+    let base = EXE_BASE.load(Ordering::Relaxed);
+    let names: Vec<String> = frames
+        .iter()
+        .map(|&frame| {
+            // The last symbol is the real function (the ones before it were inlined into it).
+            let mut name = format!("exe+{frame:#x}");
+            backtrace::resolve((base + frame) as *mut c_void, |symbol| {
+                if let Some(n) = symbol.name() {
+                    name = format!("{n:#}");
+                }
+            });
+            name
+        })
+        .collect();
+    names.join(" < ")
+}
+
+/// `(start, name)` of each frame's function.
+fn function_path(functions: &[(usize, usize, String)]) -> Vec<(usize, String)> {
+    functions
+        .iter()
+        .map(|(_, start, name)| (*start, name.clone()))
+        .collect()
+}
+
+/// The call path with recursion collapsed: walking outwards from the innermost frame, a
+/// function met again ends a loop, and the frames of the loop are dropped. A path that went
+/// `term < expr < factor < term < expr < parse` becomes `term < expr < parse`, the same as
+/// without recursion.
+#[must_use]
+pub fn collapse_recursion(functions: &[(usize, String)]) -> Vec<(usize, String)> {
+    let mut path: Vec<(usize, String)> = Vec::new();
+    for function in functions {
+        match path.iter().position(|(start, _)| *start == function.0) {
+            Some(i) => path.truncate(i + 1),
+            None => path.push(function.clone()),
+        }
+    }
+    path
+}
+
+/// The functions of the innermost recursive cycle (innermost first), rotated to start at the
+/// smallest name so that where the stack ran out does not change the label; empty when no
+/// function repeats.
+#[must_use]
+pub fn recursive_cycle(functions: &[(usize, String)]) -> Vec<String> {
+    // The cycle closes at the first frame whose function was met before, nearer the fault.
+    let closing = functions.iter().enumerate().find_map(|(j, f)| {
+        functions[..j]
+            .iter()
+            .position(|g| g.0 == f.0)
+            .map(|i| (i, j))
+    });
+    let Some((i, j)) = closing else {
+        return Vec::new();
+    };
+    let cycle: Vec<String> = functions[i..j].iter().map(|(_, n)| n.clone()).collect();
+    let first = (0..cycle.len())
+        .min_by(|&a, &b| cycle[a].cmp(&cycle[b]))
+        .unwrap_or(0);
+    cycle[first..]
+        .iter()
+        .chain(&cycle[..first])
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(names: &[&str]) -> Vec<(usize, String)> {
+        // A function's start stands for its identity: derive it from the name.
+        names
+            .iter()
+            .map(|n| (n.bytes().map(usize::from).sum(), (*n).to_string()))
+            .collect()
+    }
+
+    fn names(path: &[(usize, String)]) -> Vec<&str> {
+        path.iter().map(|(_, n)| n.as_str()).collect()
+    }
+
+    #[test]
+    fn recursion_collapses_to_the_path_without_it() {
+        let direct = path(&["term", "expr", "parse"]);
+        let deep = path(&[
+            "term", "expr", "factor", "term", "expr", "factor", "term", "expr", "parse",
+        ]);
+        assert_eq!(
+            names(&collapse_recursion(&direct)),
+            ["term", "expr", "parse"]
+        );
+        assert_eq!(collapse_recursion(&deep), collapse_recursion(&direct));
+        let through_unary = path(&["term", "expr", "factor", "unary", "factor", "term", "expr"]);
+        assert_eq!(names(&collapse_recursion(&through_unary)), ["term", "expr"]);
+    }
+
+    #[test]
+    fn a_recursive_cycle_does_not_depend_on_where_the_stack_ran_out() {
+        let a = path(&["memset", "b", "c", "a", "b", "c", "a", "b"]);
+        let b = path(&["c", "a", "b", "c", "a", "b", "c"]);
+        assert_eq!(recursive_cycle(&a), ["a", "b", "c"]);
+        assert_eq!(recursive_cycle(&b), ["a", "b", "c"]);
+        assert_eq!(recursive_cycle(&path(&["f", "f", "f"])), ["f"]);
+        assert!(recursive_cycle(&path(&["f", "g"])).is_empty());
+    }
+}
