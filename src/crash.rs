@@ -16,14 +16,14 @@ use libafl::Error;
 use libafl_bolts::Named;
 use serde::{Deserialize, Serialize};
 
+pub use crate::labels::CrashKind;
 use crate::labels::Label;
 
 /// What went wrong in one failing execution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashInfo {
-    /// `panic`, `signal`, `sanitizer` (a sanitizer's report), `stack-overflow`, `exit` (the target called `exit()`), `timeout` or
-    /// `oom`.
-    pub kind: String,
+    /// What kind of failure it was.
+    pub kind: CrashKind,
     /// Where: `file:line:col` for a panic; for a signal its name and the top frames of the
     /// interrupted code (`SIGSEGV at exe+0x1a2b < exe+0x3c4d < ...`); empty when unknown.
     pub location: String,
@@ -39,7 +39,7 @@ impl CrashInfo {
     /// The crash label: kind and location, nothing input-dependent.
     #[must_use]
     pub fn label(&self) -> Label {
-        Label::crash(&self.kind, &self.location)
+        Label::crash(self.kind.as_str(), &self.location)
     }
 
     /// The message with the site's function names added (reads debug information: call once
@@ -60,9 +60,9 @@ impl CrashInfo {
     /// The prefix of reproducer file names, following libFuzzer (`crash-`, `timeout-`, `oom-`).
     #[must_use]
     pub fn file_prefix(&self) -> &'static str {
-        match self.kind.as_str() {
-            "timeout" => "timeout",
-            "oom" => "oom",
+        match self.kind {
+            CrashKind::Timeout => "timeout",
+            CrashKind::Oom => "oom",
             _ => "crash",
         }
     }
@@ -100,7 +100,7 @@ pub fn install_panic_hook() {
                 .collect();
             let _ = LAST_PANIC.try_with(|p| {
                 *p.borrow_mut() = Some(CrashInfo {
-                    kind: "panic".into(),
+                    kind: CrashKind::Panic,
                     location,
                     message,
                     frames: Vec::new(),
@@ -192,8 +192,8 @@ impl<I, S> Observer<I, S> for CrashObserver {
     }
 
     fn post_exec(&mut self, _state: &mut S, _input: &I, exit_kind: &ExitKind) -> Result<(), Error> {
-        let simple = |kind: &str| CrashInfo {
-            kind: kind.into(),
+        let simple = |kind: CrashKind| CrashInfo {
+            kind,
             location: String::new(),
             message: String::new(),
             frames: Vec::new(),
@@ -210,18 +210,20 @@ impl<I, S> Observer<I, S> for CrashObserver {
                         crate::signals::take_site().map(|site| {
                             let (location, frames) = site.location_and_frames();
                             CrashInfo {
-                                kind: site.kind().into(),
+                                kind: site.kind(),
                                 location,
                                 message: site.message(),
                                 frames,
                             }
                         })
                     })
-                    .unwrap_or_else(|| simple("signal")),
+                    .unwrap_or_else(|| simple(CrashKind::Signal)),
             ),
-            ExitKind::Timeout => Some(simple("timeout")),
-            ExitKind::Oom => Some(simple("oom")),
-            other => Some(simple(&format!("{other:?}").to_lowercase())),
+            ExitKind::Timeout => Some(simple(CrashKind::Timeout)),
+            ExitKind::Oom => Some(simple(CrashKind::Oom)),
+            other => Some(simple(CrashKind::Other(
+                format!("{other:?}").to_lowercase(),
+            ))),
         };
         Ok(())
     }
@@ -245,7 +247,7 @@ mod tests {
         assert_eq!(exit, ExitKind::Crash);
         <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit).unwrap();
         let crash = observer.last().expect("a crash was seen");
-        assert_eq!(crash.kind, "panic");
+        assert_eq!(crash.kind, CrashKind::Panic);
         assert!(crash.location.contains("crash.rs:"), "{}", crash.location);
         assert_eq!(crash.message, "planted with 4");
 
@@ -259,7 +261,10 @@ mod tests {
     #[test]
     fn timeouts_and_signals_have_their_own_kinds() {
         let mut observer = CrashObserver::new();
-        for (exit, kind) in [(ExitKind::Timeout, "timeout"), (ExitKind::Crash, "signal")] {
+        for (exit, kind) in [
+            (ExitKind::Timeout, CrashKind::Timeout),
+            (ExitKind::Crash, CrashKind::Signal),
+        ] {
             <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
             <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit)
                 .unwrap();
@@ -267,7 +272,7 @@ mod tests {
         }
         assert_eq!(
             CrashInfo {
-                kind: "timeout".into(),
+                kind: CrashKind::Timeout,
                 location: String::new(),
                 message: String::new(),
                 frames: Vec::new(),
@@ -275,5 +280,26 @@ mod tests {
             .file_prefix(),
             "timeout"
         );
+    }
+
+    #[test]
+    fn crash_kinds_keep_their_names() {
+        for name in [
+            "panic",
+            "signal",
+            "sanitizer",
+            "stack-overflow",
+            "exit",
+            "timeout",
+            "oom",
+            "diff",
+        ] {
+            let kind = CrashKind::from(name.to_string());
+            assert_eq!(kind.as_str(), name);
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<CrashKind>(&json).unwrap(), kind);
+        }
+        assert_eq!(CrashKind::from("panic".to_string()), CrashKind::Panic);
     }
 }

@@ -167,7 +167,7 @@ mod tests {
 
     fn panic_at(location: &str) -> CrashInfo {
         CrashInfo {
-            kind: "panic".into(),
+            kind: crate::crash::CrashKind::Panic,
             location: location.into(),
             message: "boom".into(),
             frames: Vec::new(),

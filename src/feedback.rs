@@ -154,7 +154,7 @@ where
             return Ok(false);
         };
         let bytes = input.target_bytes();
-        if info.kind != "panic" {
+        if info.kind != crate::crash::CrashKind::Panic {
             // A signal or timeout ends this process: remember the input for the next one.
             state
                 .metadata_or_insert_with(KilledInputs::default)

@@ -8,6 +8,73 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The kind of a failure. Written as its name (`panic`, `stack-overflow`, ...) in crash labels,
+/// `summary.json` and saved state, so the names never change.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CrashKind {
+    /// A Rust panic in the target.
+    Panic,
+    /// A signal from the target's own fault or abort.
+    Signal,
+    /// A sanitizer's report (the message names its bug type).
+    Sanitizer,
+    /// The stack ran out.
+    StackOverflow,
+    /// The target called `exit()`.
+    Exit,
+    /// An execution over the time limit.
+    Timeout,
+    /// An execution over the memory limit.
+    Oom,
+    /// Any other failure LibAFL reports, by its name.
+    Other(String),
+}
+
+impl CrashKind {
+    /// The kind's name.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            CrashKind::Panic => "panic",
+            CrashKind::Signal => "signal",
+            CrashKind::Sanitizer => "sanitizer",
+            CrashKind::StackOverflow => "stack-overflow",
+            CrashKind::Exit => "exit",
+            CrashKind::Timeout => "timeout",
+            CrashKind::Oom => "oom",
+            CrashKind::Other(name) => name,
+        }
+    }
+}
+
+impl From<String> for CrashKind {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "panic" => CrashKind::Panic,
+            "signal" => CrashKind::Signal,
+            "sanitizer" => CrashKind::Sanitizer,
+            "stack-overflow" => CrashKind::StackOverflow,
+            "exit" => CrashKind::Exit,
+            "timeout" => CrashKind::Timeout,
+            "oom" => CrashKind::Oom,
+            _ => CrashKind::Other(name),
+        }
+    }
+}
+
+impl From<CrashKind> for String {
+    fn from(kind: CrashKind) -> Self {
+        kind.as_str().to_string()
+    }
+}
+
+impl std::fmt::Display for CrashKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The SanitizerCoverage edge map, with AFL hit-count classification.
 pub type EdgesObserver =
     libafl::observers::HitcountsMapObserver<libafl::observers::StdMapObserver<'static, u8, false>>;

@@ -196,7 +196,7 @@ impl Reporter {
                 t.records()
                     .map(|r| CrashSummary {
                         label: r.label.to_string(),
-                        kind: r.info.kind.clone(),
+                        kind: r.info.kind.to_string(),
                         location: r.info.location.clone(),
                         message: r.info.message.clone(),
                         input: r.file.clone(),

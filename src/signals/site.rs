@@ -18,15 +18,17 @@ impl SignalSite {
         }
     }
 
-    /// The crash kind: `sanitizer`, `exit`, `oom`, `stack-overflow` or `signal`.
+    /// The crash kind: a sanitizer's report, `exit()`, the memory limit, a stack overflow or
+    /// another signal.
     #[must_use]
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::labels::CrashKind {
+        use crate::labels::CrashKind;
         match self.cause {
-            AbortCause::Sanitizer(_) => "sanitizer",
-            AbortCause::Exit => "exit",
-            AbortCause::OutOfMemory => "oom",
-            AbortCause::Fault if self.stack_overflow => "stack-overflow",
-            AbortCause::Fault => "signal",
+            AbortCause::Sanitizer(_) => CrashKind::Sanitizer,
+            AbortCause::Exit => CrashKind::Exit,
+            AbortCause::OutOfMemory => CrashKind::Oom,
+            AbortCause::Fault if self.stack_overflow => CrashKind::StackOverflow,
+            AbortCause::Fault => CrashKind::Signal,
         }
     }
 
