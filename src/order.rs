@@ -10,15 +10,16 @@ use std::cmp::Ordering;
 
 use libafl::inputs::BytesInput;
 
-/// Compares two simplicity keys in shortlex order (`Less` means `a` is simpler).
+/// Compares two sequences (simplicity keys, or grammar choice sequences) in shortlex order
+/// (`Less` means `a` is simpler).
 #[must_use]
-pub fn shortlex(a: &[u8], b: &[u8]) -> Ordering {
+pub fn shortlex<T: Ord>(a: &[T], b: &[T]) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 /// True when `a` is strictly simpler than `b`.
 #[must_use]
-pub fn is_simpler(a: &[u8], b: &[u8]) -> bool {
+pub fn is_simpler<T: Ord>(a: &[T], b: &[T]) -> bool {
     shortlex(a, b) == Ordering::Less
 }
 

@@ -4,7 +4,11 @@
 //! accepted candidate is progress and the process terminates. The caller decides what "accepted"
 //! means — for the fuzzer, "improves some label" — and may stop the shrink at any time (run or
 //! time budget). Deletion alone cannot reach the shortlex minimum (in `B?\xff` the middle byte
-//! survives whatever it is), so byte-lowering passes follow, as in Hypothesis' shrinker.
+//! survives whatever it is), so lowering passes follow, as in Hypothesis' shrinker.
+//!
+//! The shrinker is generic over the sequence's elements: bytes of an input, or the choices of a
+//! grammar input, whose reducer ([`crate::grammar::reduce`]) runs the same passes with a judge
+//! that normalizes each candidate to the choices the generator actually used.
 
 use std::fmt;
 
@@ -30,28 +34,64 @@ impl From<bool> for Verdict {
     }
 }
 
+/// An element of a shrunk sequence: a byte of an input, or a grammar choice.
+pub trait Element: Copy + Ord + Default + fmt::Debug {
+    /// The largest value.
+    const MAX: u64;
+    /// The value as a number.
+    fn to_u64(self) -> u64;
+    /// The element of value `v` (at most [`Element::MAX`]).
+    fn from_u64(v: u64) -> Self;
+}
+
+impl Element for u8 {
+    const MAX: u64 = u8::MAX as u64;
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_u64(v: u64) -> Self {
+        u8::try_from(v).unwrap_or(u8::MAX)
+    }
+}
+
+impl Element for u32 {
+    const MAX: u64 = u32::MAX as u64;
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_u64(v: u64) -> Self {
+        u32::try_from(v).unwrap_or(u32::MAX)
+    }
+}
+
 /// One shrink pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pass {
     /// Delete blocks of decreasing power-of-two sizes, scanning from the end (where expansion
-    /// appends). Large blocks move in steps of their size, small ones slide a byte at a time.
+    /// appends). Large blocks move in steps of their size, small ones slide one element at a
+    /// time.
     DeleteBlocks,
-    /// Set each non-zero byte to zero.
-    ZeroBytes,
-    /// Lower each byte to the smallest accepted value found by binary search.
-    LowerBytes,
-    /// Move value from an earlier byte to a later one (`a, b` → `a - d, b + d`), which lowers the
-    /// input lexicographically while keeping sums: needed where a bug depends on `a + b`.
+    /// Set aligned blocks of decreasing power-of-two sizes to zero, down to single elements.
+    ZeroBlocks,
+    /// Lower each element to the smallest accepted value found by binary search.
+    LowerElements,
+    /// Move value from an earlier element to a later one (`a, b` → `a - d, b + d`), which lowers
+    /// the input lexicographically while keeping sums: needed where a bug depends on `a + b`.
     Redistribute,
+    /// Delete 1 to 4 elements and lower the one before them: undoes one step of a recursion or
+    /// one item of a counted list (one item fewer, the count one lower), where deleting alone
+    /// would shift the elements after it onto other decisions.
+    DeleteAndLowerPrevious,
 }
 
 impl fmt::Display for Pass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Pass::DeleteBlocks => "delete-blocks",
-            Pass::ZeroBytes => "zero-bytes",
-            Pass::LowerBytes => "lower-bytes",
+            Pass::ZeroBlocks => "zero-blocks",
+            Pass::LowerElements => "lower-elements",
             Pass::Redistribute => "redistribute",
+            Pass::DeleteAndLowerPrevious => "delete-and-lower-previous",
         })
     }
 }
@@ -73,42 +113,94 @@ impl Plan {
         to_fixpoint: false,
     };
 
-    /// The full plan for crash reproducers: every pass, to a fixpoint.
+    /// The full plan for crash reproducers: every byte pass, to a fixpoint.
     pub const CRASH: Plan = Plan {
         passes: &[
             Pass::DeleteBlocks,
-            Pass::ZeroBytes,
-            Pass::LowerBytes,
+            Pass::ZeroBlocks,
+            Pass::LowerElements,
             Pass::Redistribute,
+        ],
+        to_fixpoint: true,
+    };
+
+    /// The plan for grammar choice sequences: the byte passes that make sense for choices (a
+    /// choice's value is an alternative's index, so sums mean nothing), and undoing recursion.
+    pub const CHOICES: Plan = Plan {
+        passes: &[
+            Pass::DeleteBlocks,
+            Pass::ZeroBlocks,
+            Pass::LowerElements,
+            Pass::DeleteAndLowerPrevious,
         ],
         to_fixpoint: true,
     };
 }
 
-/// How far [`Redistribute`](Pass::Redistribute) looks ahead from each byte.
+/// How far [`Redistribute`](Pass::Redistribute) looks ahead from each element.
 const REDISTRIBUTE_WINDOW: usize = 8;
 
-/// The running state of one shrink: the current input and the caller's verdict function.
-struct Shrink<'a> {
-    current: Vec<u8>,
-    judge: &'a mut dyn FnMut(&[u8]) -> Verdict,
+/// A judge that may replace an accepted candidate by an equivalent one no less simple (a
+/// grammar's normalized choices); see [`Shrinker::normalizing`].
+pub type NormalizingJudge<'a, T> = dyn FnMut(&mut Vec<T>) -> Verdict + 'a;
+
+/// One shrink in progress: the current sequence, and the judge of candidates. Every candidate
+/// offered is strictly simpler (shortlex) than the current sequence.
+pub struct Shrinker<'a, T> {
+    current: Vec<T>,
+    judge: &'a mut NormalizingJudge<'a, T>,
     stopped: bool,
-    candidate: Vec<u8>,
+    candidate: Vec<T>,
 }
 
-impl Shrink<'_> {
-    /// Offers `candidate` (already in `self.candidate`); on acceptance it becomes current.
-    fn offer(&mut self) -> bool {
-        if self.stopped {
+impl<'a, T: Element> Shrinker<'a, T> {
+    /// A shrink of `input` whose judge may rewrite an accepted candidate in place; the rewrite
+    /// is kept only if it is still simpler than the current sequence.
+    pub fn normalizing(input: Vec<T>, judge: &'a mut NormalizingJudge<'a, T>) -> Self {
+        Shrinker {
+            current: input,
+            judge,
+            stopped: false,
+            candidate: Vec::new(),
+        }
+    }
+
+    /// The simplest accepted sequence so far.
+    #[must_use]
+    pub fn current(&self) -> &[T] {
+        &self.current
+    }
+
+    /// The simplest accepted sequence.
+    #[must_use]
+    pub fn into_current(self) -> Vec<T> {
+        self.current
+    }
+
+    /// True once the judge said stop.
+    #[must_use]
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Offers `candidate`; true when it (or its rewrite) became current.
+    pub fn offer(&mut self, candidate: &[T]) -> bool {
+        self.candidate.clear();
+        self.candidate.extend_from_slice(candidate);
+        self.offer_buffer()
+    }
+
+    /// Offers the candidate in `self.candidate` (reused: no allocation per candidate).
+    fn offer_buffer(&mut self) -> bool {
+        if self.stopped || !crate::order::is_simpler(&self.candidate, &self.current) {
             return false;
         }
-        debug_assert!(crate::order::is_simpler(&self.candidate, &self.current));
-        match (self.judge)(&self.candidate) {
-            Verdict::Accepted => {
+        match (self.judge)(&mut self.candidate) {
+            Verdict::Accepted if crate::order::is_simpler(&self.candidate, &self.current) => {
                 std::mem::swap(&mut self.current, &mut self.candidate);
                 true
             }
-            Verdict::Rejected => false,
+            Verdict::Accepted | Verdict::Rejected => false,
             Verdict::Stop => {
                 self.stopped = true;
                 false
@@ -120,31 +212,48 @@ impl Shrink<'_> {
         self.candidate.clear();
         self.candidate.extend_from_slice(&self.current[..at]);
         self.candidate.extend_from_slice(&self.current[at + len..]);
-        self.offer()
+        self.offer_buffer()
     }
 
-    fn try_set(&mut self, at: usize, value: u8) -> bool {
+    fn try_fill(&mut self, at: usize, len: usize, value: T) -> bool {
         self.candidate.clear();
         self.candidate.extend_from_slice(&self.current);
-        self.candidate[at] = value;
-        self.offer()
+        self.candidate[at..at + len].fill(value);
+        self.offer_buffer()
     }
 
-    fn try_move(&mut self, from: usize, to: usize, amount: u8) -> bool {
+    fn try_move(&mut self, from: usize, to: usize, amount: u64) -> bool {
         self.candidate.clear();
         self.candidate.extend_from_slice(&self.current);
-        self.candidate[from] -= amount;
-        self.candidate[to] += amount;
-        self.offer()
+        self.candidate[from] = T::from_u64(self.current[from].to_u64() - amount);
+        self.candidate[to] = T::from_u64(self.current[to].to_u64() + amount);
+        self.offer_buffer()
     }
 
     /// Runs one pass; true when it accepted anything.
-    fn run(&mut self, pass: Pass) -> bool {
+    pub fn run(&mut self, pass: Pass) -> bool {
         match pass {
             Pass::DeleteBlocks => self.delete_blocks(),
-            Pass::ZeroBytes => self.zero_bytes(),
-            Pass::LowerBytes => self.lower_bytes(),
+            Pass::ZeroBlocks => self.zero_blocks(),
+            Pass::LowerElements => self.lower_elements(),
             Pass::Redistribute => self.redistribute(),
+            Pass::DeleteAndLowerPrevious => self.delete_and_lower_previous(),
+        }
+    }
+
+    /// Runs `plan`'s passes (to a fixpoint if it says so) until done or stopped.
+    pub fn run_plan(&mut self, plan: Plan) {
+        loop {
+            let mut progress = false;
+            for &pass in plan.passes {
+                if self.stopped {
+                    break;
+                }
+                progress |= self.run(pass);
+            }
+            if !plan.to_fixpoint || !progress || self.stopped {
+                return;
+            }
         }
     }
 
@@ -161,7 +270,7 @@ impl Shrink<'_> {
                 let at = end - size;
                 if self.try_delete(at, size) {
                     progress = true;
-                    // Stay here: the bytes now at `at` are new and may go too.
+                    // Stay here: the elements now at `at` are new and may go too.
                     end = end.min(self.current.len());
                 } else {
                     end -= step;
@@ -172,63 +281,105 @@ impl Shrink<'_> {
         progress
     }
 
-    fn zero_bytes(&mut self) -> bool {
+    fn zero_blocks(&mut self) -> bool {
         let mut progress = false;
-        for at in 0..self.current.len() {
-            if self.current[at] != 0 && self.try_set(at, 0) {
-                progress = true;
+        let mut size = self.current.len().next_power_of_two();
+        while size >= 1 && !self.stopped {
+            let mut at = 0;
+            while at < self.current.len() && !self.stopped {
+                let len = size.min(self.current.len() - at);
+                let zero = T::default();
+                if self.current[at..at + len].iter().any(|&e| e != zero)
+                    && self.try_fill(at, len, zero)
+                {
+                    progress = true;
+                }
+                at += size;
             }
+            size /= 2;
         }
         progress
     }
 
-    fn lower_bytes(&mut self) -> bool {
+    fn lower_elements(&mut self) -> bool {
         let mut progress = false;
-        for at in 0..self.current.len() {
+        let mut at = 0;
+        while at < self.current.len() && !self.stopped {
             // Invariant: `hi` is accepted (the current value), `lo` is rejected or unknown-low.
-            let (mut lo, mut hi) = (0u8, self.current[at]);
-            if hi == 0 || self.try_set(at, 0) {
+            let (mut lo, mut hi) = (0u64, self.current[at].to_u64());
+            if hi == 0 || self.try_fill(at, 1, T::default()) {
                 progress |= hi != 0;
+                at += 1;
                 continue;
             }
             while hi - lo > 1 && !self.stopped {
                 let mid = lo + (hi - lo) / 2;
-                if self.try_set(at, mid) {
-                    hi = mid;
+                if self.try_fill(at, 1, T::from_u64(mid)) {
                     progress = true;
+                    // A rewriting judge may have changed the sequence's shape: move on.
+                    if self.current.get(at).map(|e| e.to_u64()) != Some(mid) {
+                        break;
+                    }
+                    hi = mid;
                 } else {
                     lo = mid;
                 }
             }
+            at += 1;
         }
         progress
     }
 
     fn redistribute(&mut self) -> bool {
         let mut progress = false;
-        for from in 0..self.current.len() {
-            for to in from + 1..self.current.len().min(from + 1 + REDISTRIBUTE_WINDOW) {
-                let most = self.current[from].min(255 - self.current[to]);
-                if most == 0 {
-                    continue;
-                }
+        let mut from = 0;
+        while from < self.current.len() && !self.stopped {
+            let mut to = from + 1;
+            while to < self.current.len().min(from + 1 + REDISTRIBUTE_WINDOW) && !self.stopped {
+                let most = self.current[from]
+                    .to_u64()
+                    .min(T::MAX - self.current[to].to_u64());
                 // Move as much as possible; if that fails, binary-search the largest move.
-                if self.try_move(from, to, most) {
+                if most > 0 && self.try_move(from, to, most) {
                     progress = true;
-                    continue;
-                }
-                let (mut ok, mut bad) = (0u8, most);
-                while bad - ok > 1 && !self.stopped {
-                    let mid = ok + (bad - ok) / 2;
-                    if self.try_move(from, to, mid) {
-                        progress = true;
-                        // The bytes changed: measure the remaining headroom from the new values.
-                        bad -= mid;
-                        ok = 0;
-                    } else {
-                        bad = mid;
+                } else if most > 0 {
+                    let (mut ok, mut bad) = (0u64, most);
+                    while bad - ok > 1 && !self.stopped && to < self.current.len() {
+                        let mid = ok + (bad - ok) / 2;
+                        if self.try_move(from, to, mid) {
+                            progress = true;
+                            // The elements changed: measure the remaining headroom anew.
+                            bad -= mid;
+                            ok = 0;
+                        } else {
+                            bad = mid;
+                        }
                     }
                 }
+                to += 1;
+            }
+            from += 1;
+        }
+        progress
+    }
+
+    fn delete_and_lower_previous(&mut self) -> bool {
+        let mut progress = false;
+        for size in 1..=4 {
+            let mut at = 1;
+            while at + size <= self.current.len() && !self.stopped {
+                let previous = self.current[at - 1].to_u64();
+                if previous > 0 {
+                    self.candidate.clear();
+                    self.candidate.extend_from_slice(&self.current[..at]);
+                    self.candidate.extend_from_slice(&self.current[at + size..]);
+                    self.candidate[at - 1] = T::from_u64(previous - 1);
+                    if self.offer_buffer() {
+                        progress = true;
+                        continue;
+                    }
+                }
+                at += 1;
             }
         }
         progress
@@ -237,25 +388,15 @@ impl Shrink<'_> {
 
 /// Shrinks `input` under `plan`, asking `judge` about each candidate, and returns the simplest
 /// accepted input (or `input` itself when nothing was accepted).
-pub fn shrink(input: Vec<u8>, plan: Plan, judge: &mut dyn FnMut(&[u8]) -> Verdict) -> Vec<u8> {
-    let mut shrink = Shrink {
-        current: input,
-        judge,
-        stopped: false,
-        candidate: Vec::new(),
-    };
-    loop {
-        let mut progress = false;
-        for &pass in plan.passes {
-            if shrink.stopped {
-                break;
-            }
-            progress |= shrink.run(pass);
-        }
-        if !plan.to_fixpoint || !progress || shrink.stopped {
-            return shrink.current;
-        }
-    }
+pub fn shrink<T: Element>(
+    input: Vec<T>,
+    plan: Plan,
+    judge: &mut dyn FnMut(&[T]) -> Verdict,
+) -> Vec<T> {
+    let mut plain = |candidate: &mut Vec<T>| judge(candidate);
+    let mut shrinker = Shrinker::normalizing(input, &mut plain);
+    shrinker.run_plan(plan);
+    shrinker.into_current()
 }
 
 #[cfg(test)]

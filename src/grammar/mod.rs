@@ -35,7 +35,7 @@ pub mod reduce;
 pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
 pub use inputs::{choice_bytes, GrammarInputs, HooksFactory};
 pub use parse::{parse, ParseError};
-pub use reduce::{ddmin, reduce, Derivation, Pass, Reduction, PASSES};
+pub use reduce::{ddmin, reduce, Derivation, Reduction};
 
 use std::collections::BTreeMap;
 use std::fmt;

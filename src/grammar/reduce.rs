@@ -3,36 +3,14 @@
 //! is valid input: reduction never wastes a test on a syntax error, unlike delta debugging on
 //! text.
 //!
-//! Delta debugging first cuts the length; then the passes, each small and named (as in
-//! Hypothesis' shrinker), run in turn until none makes progress. A candidate is kept only when
-//! the test holds and the sequence the generator actually used is simpler than the current one.
+//! Delta debugging first cuts the length; then the shrinker's passes ([`crate::shrink`], the
+//! same ones that shrink byte inputs) run in turn until none makes progress. A candidate is kept
+//! only when the test holds and the sequence the generator actually used is simpler than the
+//! current one.
 //! Rendering is cheap and the test (running a target) is not, so a candidate is rendered first
 //! and tested only if its normalized sequence is simpler and its sentence was never judged:
 //! on the seed example this reaches the global minimum from every start in fewer test calls
 //! than plain delta debugging, which stops at a 1-minimal sequence.
-
-/// A reduction pass: proposes candidates derived from the current sequence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pass {
-    /// Deletes blocks of choices, large blocks first.
-    DeleteBlocks,
-    /// Sets blocks of choices to zero (the cheapest alternative).
-    ZeroBlocks,
-    /// Lowers single choices: to zero, then by binary search.
-    LowerChoices,
-    /// Deletes a few choices (1 to 4) and lowers the one before them: undoes one step of a
-    /// recursion (one list item fewer, one nesting less) where deleting alone would shift the
-    /// choices after it onto other decisions.
-    DeleteAndLowerPrevious,
-}
-
-/// The passes in the order they run.
-pub const PASSES: [Pass; 4] = [
-    Pass::DeleteBlocks,
-    Pass::ZeroBlocks,
-    Pass::LowerChoices,
-    Pass::DeleteAndLowerPrevious,
-];
 
 /// The result of a reduction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,231 +31,99 @@ pub struct Derivation {
     pub output: Vec<u8>,
 }
 
-/// Orders choice sequences: shorter first, then smaller choice by choice.
-fn simpler(a: &[u32], b: &[u32]) -> bool {
-    a.len() < b.len() || (a.len() == b.len() && a < b)
-}
+use crate::order::is_simpler;
+use crate::shrink::{Plan, Shrinker, Verdict};
 
-use crate::shrink::Verdict;
-
-/// The two halves of a property: rendering a candidate (cheap, run freely) and testing its
-/// output (the expensive call that [`Reduction::calls`] counts).
-struct Property<'p> {
-    render: &'p mut dyn FnMut(&[u32]) -> Derivation,
+/// The test's verdicts on outputs already judged, and how many times it ran. Many candidates
+/// render to the same text (a choice past the end of generation, a value equal modulo the number
+/// of alternatives), and the test sees only the text.
+struct Verdicts<'p> {
     test: &'p mut dyn FnMut(&Derivation) -> Verdict,
-}
-
-struct Reducer<'p> {
-    property: Property<'p>,
-    current: Vec<u32>,
-    calls: usize,
-    /// Outputs already judged: many candidates render to the same text (a choice past the end
-    /// of generation, a value equal modulo the number of alternatives), and the test sees only
-    /// the text.
     judged: std::collections::HashMap<Vec<u8>, bool>,
-    /// The test said stop: no more candidates are tried.
-    stopped: bool,
+    calls: usize,
 }
 
-impl Reducer<'_> {
-    /// Renders `candidate`; tests it unless it is no simpler once normalized or its output was
-    /// judged before; keeps what the generator used if the test holds.
-    fn try_candidate(&mut self, candidate: &[u32]) -> bool {
-        if self.stopped || !simpler(candidate, &self.current) {
-            return false;
-        }
-        let derivation = (self.property.render)(candidate);
-        if !simpler(&derivation.used, &self.current) {
-            return false;
-        }
-        if self.judge(&derivation) {
-            self.current = derivation.used;
-            return true;
-        }
-        false
-    }
-
+impl Verdicts<'_> {
     /// The verdict on `derivation`'s output: remembered, or tested now.
-    fn judge(&mut self, derivation: &Derivation) -> bool {
-        if self.stopped {
-            return false;
-        }
-        if let Some(&verdict) = self.judged.get(&derivation.output) {
-            return verdict;
+    fn judge(&mut self, derivation: &Derivation) -> Verdict {
+        if let Some(&accepted) = self.judged.get(&derivation.output) {
+            return Verdict::from(accepted);
         }
         self.calls += 1;
-        let verdict = match (self.property.test)(derivation) {
-            Verdict::Accepted => true,
-            Verdict::Rejected => false,
-            Verdict::Stop => {
-                self.stopped = true;
-                return false;
-            }
-        };
-        self.judged.insert(derivation.output.clone(), verdict);
+        let verdict = (self.test)(derivation);
+        if verdict != Verdict::Stop {
+            self.judged
+                .insert(derivation.output.clone(), verdict == Verdict::Accepted);
+        }
         verdict
-    }
-
-    fn run(&mut self, pass: Pass) -> bool {
-        match pass {
-            Pass::DeleteBlocks => self.delete_blocks(),
-            Pass::ZeroBlocks => self.zero_blocks(),
-            Pass::LowerChoices => self.lower_choices(),
-            Pass::DeleteAndLowerPrevious => self.delete_and_lower_previous(),
-        }
-    }
-
-    fn block_sizes(&self) -> Vec<usize> {
-        let mut size = self.current.len().next_power_of_two();
-        let mut sizes = Vec::new();
-        while size >= 1 {
-            sizes.push(size);
-            size /= 2;
-        }
-        sizes
-    }
-
-    /// Renders and judges `candidate`.
-    fn verdict(&mut self, candidate: &[u32]) -> (bool, Derivation) {
-        let derivation = (self.property.render)(candidate);
-        (self.judge(&derivation), derivation)
-    }
-
-    /// Delta debugging on the raw sequence, to cut its length in few calls. It works on the raw
-    /// sequence, not the normalized one, on purpose: on the seed example's 8 starts the cut
-    /// took 107 calls in all this way and 228 on normalized sequences.
-    fn cut_length(&mut self, start: &[u32]) {
-        // `ddmin` counts every candidate; `judge` counts only the ones actually tested.
-        let cut = ddmin(start, &mut |candidate: &[u32]| self.verdict(candidate).0);
-        let (_, derivation) = self.verdict(&cut.choices);
-        if simpler(&derivation.used, &self.current) {
-            self.current = derivation.used;
-        }
-    }
-
-    fn delete_blocks(&mut self) -> bool {
-        let mut progress = false;
-        for size in self.block_sizes() {
-            // Large blocks at aligned positions (as ddmin splits), small ones (a few choices:
-            // one grammar decision and its operands) at every position.
-            let step = if size <= 4 { 1 } else { size };
-            let mut start = 0;
-            while start < self.current.len() {
-                let end = (start + size).min(self.current.len());
-                let mut candidate = self.current[..start].to_vec();
-                candidate.extend_from_slice(&self.current[end..]);
-                if self.try_candidate(&candidate) {
-                    progress = true;
-                } else {
-                    start += step;
-                }
-            }
-        }
-        progress
-    }
-
-    fn zero_blocks(&mut self) -> bool {
-        let mut progress = false;
-        for size in self.block_sizes() {
-            let mut start = 0;
-            while start < self.current.len() {
-                let end = (start + size).min(self.current.len());
-                if self.current[start..end].iter().any(|&c| c != 0) {
-                    let mut candidate = self.current.clone();
-                    candidate[start..end].fill(0);
-                    progress |= self.try_candidate(&candidate);
-                }
-                start += size;
-            }
-        }
-        progress
-    }
-
-    fn lower_choices(&mut self) -> bool {
-        let mut progress = false;
-        let mut i = 0;
-        while i < self.current.len() {
-            let value = self.current[i];
-            if value > 0 {
-                // The smallest accepted value in [0, value): binary search on "accepted", which
-                // is not monotone in general, so it finds a local minimum, not always the least.
-                let (mut lo, mut hi) = (0u32, value);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    let mut candidate = self.current.clone();
-                    if i >= candidate.len() {
-                        break;
-                    }
-                    candidate[i] = mid;
-                    if self.try_candidate(&candidate) {
-                        progress = true;
-                        hi = mid;
-                        if self.current.get(i) != Some(&mid) {
-                            break; // the sequence changed shape: move on
-                        }
-                    } else {
-                        lo = mid + 1;
-                    }
-                }
-            }
-            i += 1;
-        }
-        progress
-    }
-
-    fn delete_and_lower_previous(&mut self) -> bool {
-        let mut progress = false;
-        for size in 1..=4 {
-            let mut i = 1;
-            while i + size <= self.current.len() {
-                if self.current[i - 1] > 0 {
-                    let mut candidate = self.current.clone();
-                    candidate.drain(i..i + size);
-                    candidate[i - 1] -= 1;
-                    if self.try_candidate(&candidate) {
-                        progress = true;
-                        continue;
-                    }
-                }
-                i += 1;
-            }
-        }
-        progress
     }
 }
 
 /// Reduces `start`, a sequence whose output the test accepts, to the simplest sequence it can
 /// find whose output the test still accepts. `render` runs the generator on a candidate; `test`
-/// judges a derivation ([`Verdict::Stop`] ends the reduction with the best so far; it may run the target on `used` or on `output`: they are the same
-/// sentence). Only `test` calls are counted: rendering is cheap next to running a target, and
-/// it lets the reducer skip candidates that are no simpler once normalized or that render a
-/// sentence already judged.
+/// judges a derivation ([`Verdict::Stop`] ends the reduction with the best so far; it may run
+/// the target on `used` or on `output`: they are the same sentence).
+///
+/// Delta debugging first cuts the length; then the shrinker's passes ([`Plan::CHOICES`]) run
+/// to a fixpoint, each candidate normalized to the choices the generator used. Only `test`
+/// calls are counted: rendering is cheap next to running a target, and it lets the reducer skip
+/// sentences already judged.
 pub fn reduce(
     start: &[u32],
     render: &mut dyn FnMut(&[u32]) -> Derivation,
     test: &mut dyn FnMut(&Derivation) -> Verdict,
 ) -> Reduction {
     let first = render(start);
-    let mut reducer = Reducer {
-        property: Property { render, test },
-        current: first.used,
-        calls: 0,
+    let mut verdicts = Verdicts {
+        test,
         judged: std::iter::once((first.output, true)).collect(),
-        stopped: false,
+        calls: 0,
     };
-    reducer.cut_length(start);
-    loop {
-        let mut progress = false;
-        for pass in PASSES {
-            progress |= reducer.run(pass);
+    // Delta debugging on the raw sequence, to cut its length in few calls. It works on the raw
+    // sequence, not the normalized one, on purpose: on the seed example's 8 starts the cut took
+    // 107 calls in all this way and 228 on normalized sequences.
+    let mut stopped = false;
+    let cut = ddmin(start, &mut |candidate: &[u32]| {
+        if stopped {
+            return false;
         }
-        if !progress || reducer.stopped {
-            break;
+        match verdicts.judge(&render(candidate)) {
+            Verdict::Accepted => true,
+            Verdict::Rejected => false,
+            Verdict::Stop => {
+                stopped = true;
+                false
+            }
         }
+    });
+    let mut current = first.used;
+    let derivation = render(&cut.choices);
+    if !stopped
+        && is_simpler(&derivation.used, &current)
+        && verdicts.judge(&derivation) == Verdict::Accepted
+    {
+        current = derivation.used;
     }
+    if stopped {
+        return Reduction {
+            choices: current,
+            calls: verdicts.calls,
+        };
+    }
+    let mut judge = |candidate: &mut Vec<u32>| {
+        let derivation = render(candidate);
+        let verdict = verdicts.judge(&derivation);
+        if verdict == Verdict::Accepted {
+            *candidate = derivation.used;
+        }
+        verdict
+    };
+    let mut shrinker = Shrinker::normalizing(current, &mut judge);
+    shrinker.run_plan(Plan::CHOICES);
+    let choices = shrinker.into_current();
     Reduction {
-        choices: reducer.current,
-        calls: reducer.calls,
+        choices,
+        calls: verdicts.calls,
     }
 }
 
@@ -338,6 +184,7 @@ mod tests {
     use super::super::generate::tests::DefinedVariables;
     use super::super::{ChoiceSequence, Generator, Grammar};
     use super::*;
+    use crate::shrink::Pass;
 
     /// The seed's assignment language, with `<digit>` listed before `<var>` among the cheapest
     /// expressions (choice 0 is the first cheapest rule: the grammar's author decides which).
@@ -415,28 +262,16 @@ mod tests {
         assert!(ours < theirs, "{ours} calls against plain ddmin's {theirs}");
     }
 
-    /// A reducer whose output is the sequence itself, judged by `test`.
+    /// One pass of the shrinker on choices, judged by `test` on the sequence itself.
     fn check_pass(
         pass: Pass,
         from: &[u32],
         test: &mut dyn FnMut(&[u32]) -> bool,
     ) -> Option<Vec<u32>> {
-        let mut render = |c: &[u32]| Derivation {
-            used: c.to_vec(),
-            output: c.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        };
-        let mut judge = |d: &Derivation| Verdict::from(test(&d.used));
-        let mut reducer = Reducer {
-            property: Property {
-                render: &mut render,
-                test: &mut judge,
-            },
-            current: from.to_vec(),
-            calls: 0,
-            judged: std::collections::HashMap::new(),
-            stopped: false,
-        };
-        reducer.run(pass).then_some(reducer.current)
+        let mut judge = |c: &mut Vec<u32>| Verdict::from(test(c));
+        let mut shrinker = Shrinker::normalizing(from.to_vec(), &mut judge);
+        let progress = shrinker.run(pass);
+        progress.then(|| shrinker.into_current())
     }
 
     #[test]
@@ -451,7 +286,7 @@ mod tests {
             Some(vec![9, 9])
         );
         assert_eq!(
-            check_pass(Pass::LowerChoices, &[9, 9], &mut sum_at_least_10),
+            check_pass(Pass::LowerElements, &[9, 9], &mut sum_at_least_10),
             Some(vec![1, 9])
         );
         assert_eq!(
