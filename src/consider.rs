@@ -64,34 +64,33 @@ impl Considerer {
 
     fn evaluate<E, EM, S, Z>(
         &mut self,
-        fuzzer: &mut Z,
-        executor: &mut E,
-        state: &mut S,
-        manager: &mut EM,
+        run: &mut Run<'_, E, EM, S, Z>,
         bytes: &[u8],
         filtered: bool,
     ) -> Result<Outcome, Error>
     where
         E: ObservedExecutor,
         S: RunState,
-        Z: Evaluator<E, EM, BytesInput, S>,
+        Z: RunFuzzer<E, EM, S>,
     {
-        if self.limits.exhausted(state) {
+        if self.limits.exhausted(run.state) {
             return Ok(Outcome::Stop);
         }
         let buffer: &mut Vec<u8> = self.scratch.as_mut();
         buffer.clear();
         buffer.extend_from_slice(bytes);
         let (result, _) = if filtered {
-            fuzzer.evaluate_filtered(state, executor, manager, &self.scratch)?
+            run.fuzzer
+                .evaluate_filtered(run.state, run.executor, run.manager, &self.scratch)?
         } else {
-            fuzzer.evaluate_input(state, executor, manager, &self.scratch)?
+            run.fuzzer
+                .evaluate_input(run.state, run.executor, run.manager, &self.scratch)?
         };
         Ok(match result {
             ExecuteInputResult::None => Outcome::Nothing,
             ExecuteInputResult::Corpus => Outcome::Corpus,
             ExecuteInputResult::Solution => {
-                let observers = executor.observers();
+                let observers = run.executor.observers();
                 let label = observers
                     .get(&self.crash)
                     .and_then(|o| o.last().map(crate::crash::CrashInfo::label));
@@ -104,143 +103,157 @@ impl Considerer {
     /// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before.
     pub fn consider<E, EM, S, Z>(
         &mut self,
-        fuzzer: &mut Z,
-        executor: &mut E,
-        state: &mut S,
-        manager: &mut EM,
+        run: &mut Run<'_, E, EM, S, Z>,
         bytes: &[u8],
         fresh: bool,
     ) -> Result<bool, Error>
     where
         E: ObservedExecutor,
         S: RunState,
-        Z: Evaluator<E, EM, BytesInput, S>,
+        Z: RunFuzzer<E, EM, S>,
     {
-        match self.evaluate(fuzzer, executor, state, manager, bytes, !fresh)? {
+        match self.evaluate(run, bytes, !fresh)? {
             Outcome::Nothing | Outcome::Stop => Ok(false),
             Outcome::Corpus => {
-                self.shrink_coverage(fuzzer, executor, state, manager, bytes.to_vec())?;
+                self.shrink_to(run, Goal::Coverage, bytes.to_vec())?;
                 Ok(true)
             }
             Outcome::Crash(label) => {
                 if let Some(label) = label {
-                    self.shrink_crashes(
-                        fuzzer,
-                        executor,
-                        state,
-                        manager,
-                        vec![(bytes.to_vec(), label)],
-                    )?;
+                    self.shrink_crashes(run, vec![(bytes.to_vec(), label)])?;
                 }
                 Ok(true)
             }
         }
     }
 
-    /// Shrinks an input that improved edge labels; crashes met on the way are shrunk after.
-    fn shrink_coverage<E, EM, S, Z>(
+    /// The one judge of shrink candidates: whether `candidate` still reaches `goal`. Crashes
+    /// with other labels met on the way go to `met`, to be shrunk after; an error stops the
+    /// shrink and is kept in `failure`.
+    ///
+    /// A coverage candidate already run is skipped (it showed nothing new then). A crash
+    /// candidate that ended a process before is skipped; others run even when the filter of
+    /// inputs already run has seen them: whether a timeout or an out-of-memory shows can depend
+    /// on timing, and a candidate that once ended another way must get its own run.
+    fn judge<E, EM, S, Z>(
         &mut self,
-        fuzzer: &mut Z,
-        executor: &mut E,
-        state: &mut S,
-        manager: &mut EM,
-        input: Vec<u8>,
-    ) -> Result<(), Error>
+        run: &mut Run<'_, E, EM, S, Z>,
+        goal: Goal,
+        candidate: &[u8],
+        met: &mut Vec<(Vec<u8>, Label)>,
+        failure: &mut Option<Error>,
+    ) -> Verdict
     where
         E: ObservedExecutor,
         S: RunState,
-        Z: Evaluator<E, EM, BytesInput, S>,
+        Z: RunFuzzer<E, EM, S>,
     {
-        let mut crashes = Vec::new();
-        let mut failure = None;
-        let mut judge = |candidate: &[u8]| match self
-            .evaluate(fuzzer, executor, state, manager, candidate, true)
-        {
-            Ok(Outcome::Corpus) => Verdict::Accepted,
+        let outcome = match goal {
+            Goal::Coverage => self.evaluate(run, candidate, true),
+            Goal::Crash(_) if killed_before(run.state, candidate) => Ok(Outcome::Nothing),
+            Goal::Crash(_) => self.evaluate(run, candidate, false),
+        };
+        match outcome {
+            Ok(Outcome::Corpus) if goal == Goal::Coverage => Verdict::Accepted,
+            Ok(Outcome::Crash(Some(label))) if goal == Goal::Crash(label) => Verdict::Accepted,
             Ok(Outcome::Crash(Some(label))) => {
-                crashes.push((candidate.to_vec(), label));
+                met.push((candidate.to_vec(), label));
                 Verdict::Rejected
             }
-            Ok(Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
+            Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
             Ok(Outcome::Stop) => Verdict::Stop,
             Err(e) => {
-                failure = Some(e);
+                *failure = Some(e);
                 Verdict::Stop
             }
-        };
-        shrink(input, Plan::COVERAGE, &mut judge);
+        }
+    }
+
+    /// Shrinks `input` towards `goal`; returns the crashes with other labels met on the way.
+    /// Coverage improvements get the cheap plan, crashes every pass to a fixpoint (in grammar
+    /// mode, the grammar's reducer).
+    fn shrink_to<E, EM, S, Z>(
+        &mut self,
+        run: &mut Run<'_, E, EM, S, Z>,
+        goal: Goal,
+        input: Vec<u8>,
+    ) -> Result<Vec<(Vec<u8>, Label)>, Error>
+    where
+        E: ObservedExecutor,
+        S: RunState,
+        Z: RunFuzzer<E, EM, S>,
+    {
+        let mut met = Vec::new();
+        let mut failure = None;
+        let grammar = self.grammar.clone();
+        let mut judge = |candidate: &[u8]| self.judge(run, goal, candidate, &mut met, &mut failure);
+        match (goal, grammar.as_deref()) {
+            (Goal::Coverage, _) => {
+                shrink(input, Plan::COVERAGE, &mut judge);
+            }
+            (Goal::Crash(_), Some(grammar)) => {
+                grammar.reduce_bytes(&input, &mut judge);
+            }
+            (Goal::Crash(_), None) => {
+                shrink(input, Plan::CRASH, &mut judge);
+            }
+        }
         if let Some(e) = failure {
             return Err(e);
         }
-        self.shrink_crashes(fuzzer, executor, state, manager, crashes)
+        if goal == Goal::Coverage {
+            self.shrink_crashes(run, met)?;
+            return Ok(Vec::new());
+        }
+        Ok(met)
     }
 
     /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
     ///
     /// A candidate may end the process (a signal or a timeout). The reproducer is saved first and
     /// the input joins the killed inputs, which crash shrinking skips, so after the restart
-    /// [`CrashShrinkStage`] resumes from the best reproducer so far without running that
-    /// candidate again. Other candidates run even when the filter of inputs already run has
-    /// seen them: whether a timeout or an out-of-memory shows can depend on timing, and a
-    /// candidate that once ended another way must get its own run.
+    /// [`crate::stages::CrashShrinkStage`] resumes from the best reproducer so far without
+    /// running that candidate again.
     pub fn shrink_crashes<E, EM, S, Z>(
         &mut self,
-        fuzzer: &mut Z,
-        executor: &mut E,
-        state: &mut S,
-        manager: &mut EM,
+        run: &mut Run<'_, E, EM, S, Z>,
         mut work: Vec<(Vec<u8>, Label)>,
     ) -> Result<(), Error>
     where
         E: ObservedExecutor,
         S: RunState,
-        Z: Evaluator<E, EM, BytesInput, S>,
+        Z: RunFuzzer<E, EM, S>,
     {
-        let grammar = self.grammar.clone();
         while let Some((input, target)) = work.pop() {
-            let mut failure = None;
-            let mut others = Vec::new();
-            let mut judge = |candidate: &[u8]| {
-                let outcome = if killed_before(state, candidate) {
-                    Ok(Outcome::Nothing)
-                } else {
-                    self.evaluate(fuzzer, executor, state, manager, candidate, false)
-                };
-                match outcome {
-                    Ok(Outcome::Crash(Some(label))) if label == target => Verdict::Accepted,
-                    Ok(Outcome::Crash(Some(label))) => {
-                        others.push((candidate.to_vec(), label));
-                        Verdict::Rejected
-                    }
-                    Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => {
-                        Verdict::Rejected
-                    }
-                    Ok(Outcome::Stop) => Verdict::Stop,
-                    Err(e) => {
-                        failure = Some(e);
-                        Verdict::Stop
-                    }
-                }
-            };
-            match grammar.as_deref() {
-                Some(grammar) => {
-                    grammar.reduce_bytes(&input, &mut judge);
-                }
-                None => {
-                    shrink(input, Plan::CRASH, &mut judge);
-                }
-            }
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            if state.stop_requested() {
+            let others = self.shrink_to(run, Goal::Crash(target), input)?;
+            if run.state.stop_requested() {
                 return Ok(());
             }
-            state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
+            run.state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
             work.extend(others);
         }
         Ok(())
     }
+}
+
+/// What a shrink keeps: inputs that still improve coverage labels, or that still show one
+/// crash label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Goal {
+    Coverage,
+    Crash(Label),
+}
+
+/// The four parts every run of an input needs, borrowed together from a stage's arguments.
+pub struct Run<'a, E, EM, S, Z> {
+    /// LibAFL's fuzzer (evaluation, feedbacks, scheduler).
+    pub fuzzer: &'a mut Z,
+    /// The executor running the target.
+    pub executor: &'a mut E,
+    /// The fuzzing state.
+    pub state: &'a mut S,
+    /// The event manager.
+    pub manager: &'a mut EM,
 }
 
 /// True when `bytes` ended a process before (a signal or a timeout): running it again would
@@ -260,6 +273,11 @@ impl<S: HasExecutions + HasStartTime + Stoppable + HasMetadata> RunState for S {
 pub trait FuzzState: RunState + HasCurrentTestcase<BytesInput> + HasRand {}
 
 impl<S: RunState + HasCurrentTestcase<BytesInput> + HasRand> FuzzState for S {}
+
+/// A fuzzer that evaluates byte inputs (LibAFL's `Evaluator`).
+pub trait RunFuzzer<E, EM, S>: Evaluator<E, EM, BytesInput, S> {}
+
+impl<E, EM, S, Z: Evaluator<E, EM, BytesInput, S>> RunFuzzer<E, EM, S> for Z {}
 
 /// An executor whose observers can be looked up by handle.
 pub trait ObservedExecutor: HasObservers<Observers: MatchName> {}

@@ -22,7 +22,7 @@ use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{tuple_list, Handled};
 
 use crate::config::Config;
-use crate::consider::Considerer;
+use crate::consider::{Considerer, Run};
 use crate::crash::{install_panic_hook, run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
@@ -210,14 +210,13 @@ fn fuzz_until_done<EM: ClientManager>(
         if config.replay || how == Start::Run {
             fuzzer.evaluate_input(&mut state, &mut executor, manager, &BytesInput::new(input))?;
         } else {
-            considerer.consider(
-                &mut fuzzer,
-                &mut executor,
-                &mut state,
+            let mut run = Run {
+                fuzzer: &mut fuzzer,
+                executor: &mut executor,
+                state: &mut state,
                 manager,
-                &input,
-                false,
-            )?;
+            };
+            considerer.consider(&mut run, &input, false)?;
         }
     }
     if config.replay {

@@ -1,12 +1,10 @@
 //! The crash-shrink stage: finishes crash shrinks a restart interrupted.
 
-use libafl::inputs::BytesInput;
 use libafl::stages::Stage;
-use libafl::{Error, Evaluator};
+use libafl::Error;
 
+use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer, RunState};
 use crate::crashes::CrashTable;
-
-use crate::consider::{Considerer, ObservedExecutor, RunState};
 
 /// Finishes the shrinking of crash reproducers that a restart interrupted.
 #[derive(Debug)]
@@ -26,7 +24,7 @@ impl<E, EM, S, Z> Stage<E, EM, S, Z> for CrashShrinkStage
 where
     E: ObservedExecutor,
     S: RunState,
-    Z: Evaluator<E, EM, BytesInput, S>,
+    Z: RunFuzzer<E, EM, S>,
 {
     fn perform(
         &mut self,
@@ -35,17 +33,18 @@ where
         state: &mut S,
         manager: &mut EM,
     ) -> Result<(), Error> {
-        while let Some((label, input)) = state.metadata::<CrashTable>()?.unshrunk() {
-            if state.stop_requested() {
+        let mut run = Run {
+            fuzzer,
+            executor,
+            state,
+            manager,
+        };
+        while let Some((label, input)) = run.state.metadata::<CrashTable>()?.unshrunk() {
+            if run.state.stop_requested() {
                 break;
             }
-            self.considerer.shrink_crashes(
-                fuzzer,
-                executor,
-                state,
-                manager,
-                vec![(input, label)],
-            )?;
+            self.considerer
+                .shrink_crashes(&mut run, vec![(input, label)])?;
         }
         Ok(())
     }

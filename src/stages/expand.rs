@@ -1,14 +1,12 @@
 //! The expand stage: the seed's expansions of the scheduled input (random bytes appended, then
 //! each single byte value), each considered, until one improves a label.
 
-use libafl::inputs::BytesInput;
 use libafl::stages::Stage;
-use libafl::{Error, Evaluator, HasMetadata};
-
-use crate::mutators::Expansions;
+use libafl::{Error, HasMetadata};
 
 use super::{load_current_into, ByteExpansionsTried};
-use crate::consider::{Considerer, FuzzState, ObservedExecutor};
+use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
+use crate::mutators::Expansions;
 
 /// Tries the expansions of the scheduled input until one improves a label.
 #[derive(Debug)]
@@ -36,7 +34,7 @@ impl<E, EM, S, Z> Stage<E, EM, S, Z> for ExpandStage
 where
     E: ObservedExecutor,
     S: FuzzState,
-    Z: Evaluator<E, EM, BytesInput, S>,
+    Z: RunFuzzer<E, EM, S>,
 {
     fn perform(
         &mut self,
@@ -52,16 +50,19 @@ where
             Expansions::new(self.max_len)
         };
         let mut improved = false;
-        while expansions.next_into(&self.base, state.rand_mut(), &mut self.candidate) {
+        let mut run = Run {
+            fuzzer,
+            executor,
+            state,
+            manager,
+        };
+        while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
             improved = self.considerer.consider(
-                fuzzer,
-                executor,
-                state,
-                manager,
+                &mut run,
                 &self.candidate,
                 expansions.last_was_random(),
             )?;
-            if improved || state.stop_requested() {
+            if improved || run.state.stop_requested() {
                 break;
             }
         }

@@ -3,10 +3,10 @@
 use libafl::inputs::BytesInput;
 use libafl::mutators::{MutationResult, Mutator};
 use libafl::stages::Stage;
-use libafl::{Error, Evaluator};
+use libafl::Error;
 
 use super::load_current_into;
-use crate::consider::{Considerer, FuzzState, ObservedExecutor};
+use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
 
 /// Tries LibAFL havoc mutants of the scheduled input, each through [`Considerer::consider`], so
 /// an improving mutant is shrunk at once like any other.
@@ -41,7 +41,7 @@ where
     E: ObservedExecutor,
     M: Mutator<BytesInput, S>,
     S: FuzzState,
-    Z: Evaluator<E, EM, BytesInput, S>,
+    Z: RunFuzzer<E, EM, S>,
 {
     fn perform(
         &mut self,
@@ -54,25 +54,26 @@ where
             return Ok(());
         }
         load_current_into(state, &mut self.base)?;
+        let mut run = Run {
+            fuzzer,
+            executor,
+            state,
+            manager,
+        };
         for _ in 0..self.iterations {
             let bytes: &mut Vec<u8> = self.mutant.as_mut();
             bytes.clear();
             bytes.extend_from_slice(&self.base);
-            if self.mutator.mutate(state, &mut self.mutant)? == MutationResult::Skipped {
+            if self.mutator.mutate(run.state, &mut self.mutant)? == MutationResult::Skipped {
                 continue;
             }
             let bytes: &mut Vec<u8> = self.mutant.as_mut();
             bytes.truncate(self.max_len);
-            let improved = self.considerer.consider(
-                fuzzer,
-                executor,
-                state,
-                manager,
-                self.mutant.as_ref(),
-                false,
-            )?;
-            self.mutator.post_exec(state, None)?;
-            if improved || state.stop_requested() {
+            let improved = self
+                .considerer
+                .consider(&mut run, self.mutant.as_ref(), false)?;
+            self.mutator.post_exec(run.state, None)?;
+            if improved || run.state.stop_requested() {
                 break;
             }
         }
