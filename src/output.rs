@@ -132,6 +132,7 @@ impl OutputDir {
             root: root.to_path_buf(),
             rendering: None,
         };
+        out.remove_stale_temporaries();
         // Fail now, not at the first crash, if the directory is not writable.
         out.write_atomic(Path::new(".labelfuzz-write-test"), b"")?;
         let probe = root.join(".labelfuzz-write-test");
@@ -143,27 +144,71 @@ impl OutputDir {
     /// each sorted by file name. Temporary files of a run that was killed mid-write are removed;
     /// files over `max_len` bytes and unreadable files are skipped with a warning.
     pub fn previous_run(&self, max_len: usize) -> Result<PreviousRun, LabelfuzzError> {
-        for dir in ["crashes", "corpus"] {
-            let dir = self.root.join(dir);
-            let entries = fs::read_dir(&dir).map_err(|e| LabelfuzzError::io("read", &dir, e))?;
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                if name.starts_with('.') && name.contains(".tmp.") {
-                    let _ = fs::remove_file(entry.path());
-                }
-            }
-        }
+        self.remove_stale_temporaries();
         Ok(PreviousRun {
             crashes: read_inputs(&self.root.join("crashes"), max_len)?,
             corpus: read_inputs(&self.root.join("corpus"), max_len)?,
         })
     }
 
+    /// Removes the temporary files (`.<name>.tmp.<pid>`) that a process killed between write
+    /// and rename left in the output directory, `corpus/` and `crashes/`: those of processes
+    /// that no longer run.
+    fn remove_stale_temporaries(&self) {
+        for dir in [
+            self.root.clone(),
+            self.root.join("corpus"),
+            self.root.join("crashes"),
+        ] {
+            for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let Some((_, pid)) = name.rsplit_once(".tmp.") else {
+                    continue;
+                };
+                let alive = pid
+                    .parse::<u32>()
+                    .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+                if name.starts_with('.') && !alive {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+
     /// Also writes, next to every crash reproducer, what the target saw (`<file>.rendered`).
+    /// Renderings an interrupted write left out of step with their reproducer are rewritten,
+    /// and renderings of no reproducer removed.
     #[must_use]
     pub fn with_rendering(mut self, rendering: Option<Rendering>) -> Self {
         self.rendering = rendering;
+        if let Some(rendering) = &self.rendering {
+            let crashes = self.root.join("crashes");
+            for entry in fs::read_dir(&crashes).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                if let Some(reproducer) = name.strip_suffix(".rendered") {
+                    if !crashes.join(reproducer).exists() {
+                        let _ = fs::remove_file(&path);
+                    }
+                    continue;
+                }
+                let Ok(bytes) = fs::read(&path) else {
+                    continue;
+                };
+                let sentence = (rendering.0)(&bytes);
+                let rendered = crashes.join(format!("{name}.rendered"));
+                if fs::read(&rendered).ok().as_deref() != Some(sentence.as_slice()) {
+                    let _ = self.write_atomic(
+                        &Path::new("crashes").join(format!("{name}.rendered")),
+                        &sentence,
+                    );
+                }
+            }
+        }
         self
     }
 
@@ -179,8 +224,9 @@ impl OutputDir {
             .write(true)
             .open(&lock_path)
             .map_err(|e| LabelfuzzError::io("open", &lock_path, e))?;
-        // SAFETY: flock on a descriptor we own; released when `lock` is closed.
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        // Released when `lock` is closed.
+        lock.lock()
+            .map_err(|e| LabelfuzzError::io("lock", &lock_path, e))?;
         if let Ok(existing) = fs::read(self.root.join(relative)) {
             if !crate::order::is_simpler(bytes, &existing) {
                 return Ok(());
@@ -341,12 +387,39 @@ mod tests {
             .unwrap();
         out.write_atomic(Path::new("crashes/crash-1.rendered"), b"sentence")
             .unwrap();
-        // What a run killed between write and rename leaves.
-        fs::write(dir.join("corpus/.c.tmp.123"), b"half").unwrap();
+        // What a run killed between write and rename leaves (pid 0 never runs a fuzzer), and
+        // what a live process is writing now.
+        fs::write(dir.join("corpus/.c.tmp.0"), b"half").unwrap();
+        fs::write(dir.join(".summary.json.tmp.0"), b"half").unwrap();
+        let live = format!(".d.tmp.{}", std::process::id());
+        fs::write(dir.join("corpus").join(&live), b"busy").unwrap();
         let previous = out.previous_run(4).unwrap();
         assert_eq!(previous.corpus, vec![b"a".to_vec(), b"bb".to_vec()]);
         assert_eq!(previous.crashes, vec![b"x".to_vec()]);
-        assert!(!dir.join("corpus/.c.tmp.123").exists());
+        assert!(!dir.join("corpus/.c.tmp.0").exists());
+        assert!(!dir.join(".summary.json.tmp.0").exists());
+        assert!(dir.join("corpus").join(&live).exists());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn renderings_out_of_step_with_their_reproducers_are_repaired() {
+        let dir = temp_dir("renderings");
+        let out = OutputDir::create(&dir).unwrap();
+        out.write_atomic(Path::new("crashes/crash-1"), b"new")
+            .unwrap();
+        // A kill between the two renames: the rendering of an older reproducer.
+        out.write_atomic(Path::new("crashes/crash-1.rendered"), b"OLDER")
+            .unwrap();
+        out.write_atomic(Path::new("crashes/crash-2.rendered"), b"ORPHAN")
+            .unwrap();
+        let upper = Rendering(std::sync::Arc::new(|b: &[u8]| b.to_ascii_uppercase()));
+        let _out = OutputDir::create(&dir).unwrap().with_rendering(Some(upper));
+        assert_eq!(
+            fs::read(dir.join("crashes/crash-1.rendered")).unwrap(),
+            b"NEW"
+        );
+        assert!(!dir.join("crashes/crash-2.rendered").exists());
         fs::remove_dir_all(dir).unwrap();
     }
 
