@@ -23,7 +23,7 @@ use libafl_bolts::tuples::{tuple_list, Handled};
 
 use crate::config::Config;
 use crate::consider::{Considerer, Run};
-use crate::crash::{install_panic_hook, run_catching_panics, CrashObserver};
+use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
 use crate::output::OutputDir;
@@ -170,11 +170,7 @@ fn fuzz_until_done<EM: ClientManager>(
     // Arm the timeout timer once for many executions instead of twice per execution: the
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
-    install_panic_hook();
-    crate::signals::install();
-    crate::crash::install_exit_guard();
-    crate::memory::start_watch(config.rss_limit_mb);
-    crate::interrupt::install_in_fuzzer();
+    crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
 
     let considerer_for = |crash: &libafl_bolts::tuples::Handle<CrashObserver>| {
         Considerer::new(crash.clone(), config.limits.clone()).with_grammar(config.grammar.clone())

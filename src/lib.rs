@@ -10,21 +10,23 @@
 //! label, and shrink every improvement at once. The corpus stays small (one input per label at
 //! most) and every crash label ends with a minimal reproducer.
 //!
-//! Modules, one concept each:
-//! - [`order`]: the shortlex order ("simpler").
-//! - [`labels`]: edge and crash labels.
-//! - [`table`]: the best-per-label table (the corpus).
-//! - [`crash`], [`signals`], [`crashes`]: catching panics and signals, and keeping one
-//!   reproducer per crash label.
-//! - [`feedback`], [`scheduler`], [`stages`]: the LibAFL components of the loop.
-//! - [`mutators`], [`shrink`]: expansion candidates and shrink passes.
+//! Modules, one concept each, from the top of the call graph down:
+//! - [`cli`]: the command line; [`launch`]: one process, or one per core and across machines;
+//!   [`config`]: what a run is asked to do.
+//! - [`engine`]: one fuzzing process assembled from LibAFL's parts; [`guards`]: its
+//!   process-wide hooks; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
+//! - [`stages`] (one file per stage) and [`consider`]: run an input, shrink every improvement.
+//! - [`feedback`], [`scheduler`]: the LibAFL components that judge and pick.
+//! - [`table`], [`crashes`]: the best-per-label table (the corpus) and one reproducer per crash
+//!   label.
+//! - [`mutators`], [`shrink`]: expansion candidates and the shrinker (bytes and grammar
+//!   choices alike).
+//! - [`crash`], [`signals`], [`symbols`], [`memory`]: catching panics, signals and memory
+//!   blow-ups, and naming their sites.
+//! - [`labels`], [`order`]: edge and crash labels, and the shortlex order ("simpler").
 //! - [`seen`]: the filter of inputs already run.
-//! - [`symbols`]: function names of the executable, for crash labels.
-//! - [`memory`]: the RSS limit (`oom` crash labels).
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
 //! - [`output`], [`report`]: the output directory and `summary.json`.
-//! - [`cli`], [`engine`]: the command line and the assembled fuzzer; [`cores`]: multi-core
-//!   and multi-machine runs; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
 //!
 //! A Rust fuzz target is a binary crate whose `main.rs` is:
 //!
@@ -43,6 +45,7 @@ pub mod engine;
 pub mod error;
 pub mod feedback;
 pub mod grammar;
+pub mod guards;
 pub mod interrupt;
 pub mod labels;
 pub mod launch;
