@@ -2,7 +2,7 @@
 //!
 //! Flags are defined once, with their help text, in [`Options`]; libFuzzer spellings
 //! (`-runs=N`, `-max_total_time=N`, ...) are translated to them by one table,
-//! [`LIBFUZZER_FLAGS`], so existing scripts keep working.
+//! `LIBFUZZER_FLAGS`, so existing scripts keep working.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The launch layer: turns a [`Config`] into processes. One fuzzing process under a restarting
-//! supervisor ([`fuzz_in_one_process`]), or one per core under LibAFL's `Launcher` with an LLMP
-//! broker ([`cores`]), optionally linked to other machines' brokers ([`link`]). Each fuzzing
-//! process runs the engine ([`crate::engine::run_client`]), which knows nothing of cores.
+//! supervisor (`fuzz_in_one_process`), or one per core under LibAFL's `Launcher` with an LLMP
+//! broker ([`cores`]), optionally linked to other machines' brokers (`link`). Each fuzzing
+//! process runs the engine (`engine::run_client`), which knows nothing of cores.
 
 pub mod cores;
 pub(crate) mod link;
