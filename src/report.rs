@@ -112,13 +112,21 @@ impl Summary {
     }
 
     /// The merge of the summaries the `count` clients of a multi-core run wrote to
-    /// `clients/<n>.json` (None when there is none yet).
+    /// `clients/<n>.json` (None when there is none yet). Each crash's length is the length of
+    /// the reproducer on disk: the clients share `crashes/`, where the simplest one won, and a
+    /// client's own record may be of a reproducer another client's replaced.
     #[must_use]
     pub fn merge_clients(out: &OutputDir, count: usize) -> Option<Summary> {
         let parts: Vec<Summary> = (1..=count)
             .filter_map(|i| Self::read_file(&out.root().join(format!("clients/{i}.json"))).ok())
             .collect();
-        Self::merge(&parts)
+        let mut merged = Self::merge(&parts)?;
+        for crash in &mut merged.crashes {
+            if let Ok(meta) = std::fs::metadata(out.root().join(&crash.input)) {
+                crash.len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+            }
+        }
+        Some(merged)
     }
 
     fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
@@ -263,5 +271,53 @@ impl Reporter {
             );
         }
         Ok(own)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn merged_crash_lengths_are_those_of_the_files_on_disk() {
+        let dir = std::env::temp_dir().join(format!("labelfuzz-merge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = OutputDir::create(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("clients")).unwrap();
+        out.write_atomic(Path::new("crashes/crash-1"), b"abc")
+            .unwrap();
+        let crash = |len: usize| CrashSummary {
+            label: "crash:1".into(),
+            kind: "panic".into(),
+            location: "src/lib.rs:1:1".into(),
+            message: String::new(),
+            input: "crashes/crash-1".into(),
+            len,
+            first_found_secs: 0.0,
+            first_found_execs: 0,
+        };
+        for (client, len) in [(1, 7), (2, 5)] {
+            let summary = Summary {
+                executions: 1,
+                elapsed_secs: 1.0,
+                execs_per_sec: 1.0,
+                labels: 1,
+                edges: 1,
+                corpus: CorpusSize::default(),
+                crashes: vec![crash(len)],
+                peak_rss_mb: 0,
+                clients: 1,
+                imported: 0,
+            };
+            let text = serde_json::to_vec(&summary).unwrap();
+            out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)
+                .unwrap();
+        }
+        let merged = Summary::merge_clients(&out, 2).unwrap();
+        assert_eq!(merged.crashes.len(), 1);
+        assert_eq!(merged.crashes[0].len, 3);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
