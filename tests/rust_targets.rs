@@ -298,6 +298,78 @@ fn a_run_killed_with_sigkill_resumes_with_every_crash_and_its_corpus() {
 }
 
 #[test]
+fn killing_the_fuzzer_again_and_again_mid_write_leaves_a_consistent_output_directory() {
+    // The faults target crashes in many ways (panics, signals, hangs), so the output directory
+    // is written all the time: crash reproducers, the corpus, the summary. Kill every process
+    // of the run at moments spread over its first seconds, ten times, each restart resuming
+    // from what the last one left.
+    let fuzzer = build_fuzzer("faults");
+    let out = scratch("kill-loop");
+    let out_arg = out.to_str().unwrap();
+    for round in 0..10u64 {
+        let group = common::Group::start(
+            &fuzzer,
+            &[
+                "--seed",
+                &round.to_string(),
+                "--timeout",
+                "200",
+                "-o",
+                out_arg,
+            ],
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300 + 250 * (round % 7)));
+        group.signal(libc::SIGKILL);
+        let _ = group.wait(std::time::Duration::from_secs(30));
+    }
+    // One more run that ends by itself: it must start from whatever the kills left.
+    let last = run(
+        &fuzzer,
+        &["--runs", "2000", "--timeout", "200", "-o", out_arg],
+    );
+    let stderr = String::from_utf8_lossy(&last.stderr);
+    assert!(matches!(last.status.code(), Some(0 | 1)), "{stderr}");
+
+    let mut files = Vec::new();
+    for dir in [out.clone(), out.join("corpus"), out.join("crashes")] {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            if entry.file_type().unwrap().is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    let temporaries: Vec<_> = files
+        .iter()
+        .filter(|p| p.to_string_lossy().contains(".tmp."))
+        .collect();
+    assert!(temporaries.is_empty(), "left behind: {temporaries:?}");
+    // Every corpus file is named by the digest of what it holds: none is half-written.
+    for entry in std::fs::read_dir(out.join("corpus")).unwrap().flatten() {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        assert_eq!(
+            entry.file_name().to_string_lossy(),
+            labelfuzz::labels::short_digest(&bytes),
+            "a corpus file does not hold the input it is named for"
+        );
+    }
+    // The summary parses and names reproducers that exist, with their lengths.
+    let summary = summary(&out);
+    let crashes = summary["crashes"].as_array().unwrap();
+    assert!(!crashes.is_empty(), "{summary}");
+    for crash in crashes {
+        let path = out.join(crash["input"].as_str().unwrap());
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            bytes.len() as u64,
+            crash["len"].as_u64().unwrap(),
+            "{crash}"
+        );
+    }
+    let entries = std::fs::read_dir(out.join("corpus")).unwrap().count() as u64;
+    assert_eq!(summary["corpus"]["entries"].as_u64(), Some(entries));
+}
+
+#[test]
 fn unusual_corpus_files_are_named_in_warnings_and_the_rest_is_read() {
     use std::os::unix::ffi::OsStrExt;
     let fuzzer = build_fuzzer("planted");
