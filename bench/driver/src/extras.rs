@@ -458,21 +458,6 @@ fn bench_empty(
     rows.push(libfuzzer_row("empty", &run));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn planted_bugs_are_classified_like_the_target_does() {
-        for (index, (_, minimal)) in PLANTED_BUGS.iter().enumerate() {
-            assert_eq!(planted_bug(minimal), Some(index));
-        }
-        assert_eq!(planted_bug(b"FUZZB\x00\xff"), Some(0));
-        assert_eq!(planted_bug(b"B\x00\xfe"), None);
-        assert_eq!(planted_bug(b"+\x01\xfe"), None);
-    }
-}
-
 /// Runs the sections named in `only` (`empty`, `planted`, `scaling`, `soak`); returns their
 /// tables.
 pub fn run(only: &[String], work: &Path) -> String {
@@ -521,4 +506,19 @@ pub fn run(only: &[String], work: &Path) -> String {
         text.push_str(&scaling(&lf_json, &lib.join("json"), work));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planted_bugs_are_classified_like_the_target_does() {
+        for (index, (_, minimal)) in PLANTED_BUGS.iter().enumerate() {
+            assert_eq!(planted_bug(minimal), Some(index));
+        }
+        assert_eq!(planted_bug(b"FUZZB\x00\xff"), Some(0));
+        assert_eq!(planted_bug(b"B\x00\xfe"), None);
+        assert_eq!(planted_bug(b"+\x01\xfe"), None);
+    }
 }

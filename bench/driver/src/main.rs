@@ -16,7 +16,7 @@
 //! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
 //!   snapshots;
 //! - `BENCH_FRESH=1` reruns runs that already finished (by default a rerun only does what is
-//!   missing, so an interrupted benchmark resumes);
+//!   missing or was run with other binaries, so an interrupted benchmark resumes);
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
@@ -113,7 +113,12 @@ fn main() {
                 };
                 let target = targets[job.target];
                 let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
-                let measured = if !fresh && dir.join("measured.json").exists() {
+                let builds = &builds[job.target];
+                let fingerprint = builds.fingerprint(&job.fuzzer.binaries(builds));
+                let measured = if !fresh
+                    && read_json(&dir.join("measured.json"))["build"].as_str()
+                        == Some(fingerprint.as_str())
+                {
                     load(target, job.fuzzer, job.seed, &dir)
                 } else {
                     eprintln!(
@@ -122,9 +127,8 @@ fn main() {
                         target.name,
                         job.seed
                     );
-                    let builds = &builds[job.target];
                     let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
-                    measure(target, builds, &run, &dir, measure_every, cpu);
+                    measure(target, builds, &run, &dir, measure_every, cpu, &fingerprint);
                     load(target, job.fuzzer, job.seed, &dir)
                 };
                 if let Some(last) = measured.points.last() {
@@ -188,6 +192,7 @@ fn measure(
     dir: &Path,
     every: u64,
     cpu: usize,
+    fingerprint: &str,
 ) {
     let seeds = files_in(&dir.join("seeds"));
     let last = run.snapshots.last().map_or(0, |(m, _)| *m);
@@ -217,7 +222,7 @@ fn measure(
         }));
     }
     let _ = std::fs::remove_dir_all(dir.join("scratch"));
-    let measured = json!({ "stats": run.stats, "points": points });
+    let measured = json!({ "stats": run.stats, "points": points, "build": fingerprint });
     std::fs::write(
         dir.join("measured.json"),
         serde_json::to_vec_pretty(&measured).expect("json"),
