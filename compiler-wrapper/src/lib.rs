@@ -41,8 +41,8 @@ pub const HARNESS_LIB: &str = "liblabelfuzz_harness.a";
 const SANCOV_STUBS: &str = concat!(env!("OUT_DIR"), "/liblabelfuzz_sancov_stubs.a");
 
 /// What every compilation gets: edge coverage and comparison operands (for the engine's CmpLog
-/// stage), debug info for crash sites, and the macro libFuzzer builds define (LibAFL's wrapper
-/// adds the last two itself).
+/// stage), debug info for crash sites, and the macro fuzzing builds define (OSS-Fuzz's flags
+/// and AFL++'s compilers do; LibAFL's wrapper adds the last two itself).
 const INSTRUMENT_FLAGS: [&str; 3] = [
     "-fsanitize-coverage=trace-pc-guard,trace-cmp",
     "-g",
