@@ -70,6 +70,8 @@ pub(crate) struct StartInputs {
     pub(crate) previous: crate::output::PreviousRun,
     /// The seed files' contents.
     pub(crate) seeds: Vec<Vec<u8>>,
+    /// Where an earlier run's time series in the same output directory ended.
+    pub(crate) series: crate::stats::SeriesOffset,
 }
 
 /// The events a fuzzing process's manager handles.
@@ -141,6 +143,8 @@ fn fuzz_until_done<EM: ClientManager>(
         )?,
     };
     state.set_max_size(config.max_len);
+    // Set once per run (a restarted process keeps the restored one).
+    state.metadata_or_insert_with(|| start.series);
     let mut seen = SeenFilter::for_fuzzing_process();
     if let Ok(killed) = state.metadata::<KilledInputs>() {
         for hash in killed.hashes() {

@@ -26,7 +26,8 @@
 //! - [`labels`], [`order`]: edge and crash labels, and the shortlex order ("simpler").
 //! - [`seen`]: the filter of inputs already run.
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
-//! - [`output`], [`report`]: the output directory and `summary.json`.
+//! - [`output`], [`report`], [`stats`]: the output directory, `summary.json` and the time
+//!   series (`stats.jsonl`, `plot_data`).
 //!
 //! A Rust fuzz target is a binary crate whose `main.rs` is:
 //!
@@ -59,6 +60,7 @@ pub mod seen;
 pub mod shrink;
 pub mod signals;
 pub mod stages;
+pub mod stats;
 pub mod symbols;
 pub mod table;
 

@@ -117,16 +117,38 @@ impl Summary {
     /// client's own record may be of a reproducer another client's replaced.
     #[must_use]
     pub fn merge_clients(out: &OutputDir, count: usize) -> Option<Summary> {
-        let parts: Vec<Summary> = (1..=count)
-            .filter_map(|i| Self::read_file(&out.root().join(format!("clients/{i}.json"))).ok())
-            .collect();
-        let mut merged = Self::merge(&parts)?;
+        let mut merged = Self::merge(&Self::client_parts(out, count))?;
         for crash in &mut merged.crashes {
             if let Ok(meta) = std::fs::metadata(out.root().join(&crash.input)) {
                 crash.len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
             }
         }
         Some(merged)
+    }
+
+    /// The summaries the `count` clients of a multi-core run wrote (those there are yet).
+    fn client_parts(out: &OutputDir, count: usize) -> Vec<Summary> {
+        (1..=count)
+            .filter_map(|i| Self::read_file(&out.root().join(format!("clients/{i}.json"))).ok())
+            .collect()
+    }
+
+    /// The figures of the time series ([`crate::stats`]).
+    #[must_use]
+    pub fn point(&self) -> crate::stats::Point {
+        crate::stats::Point {
+            elapsed_secs: self.elapsed_secs,
+            executions: self.executions,
+            execs_per_sec: self.execs_per_sec,
+            labels: self.labels,
+            edges: self.edges,
+            corpus_entries: self.corpus.entries,
+            corpus_bytes: self.corpus.bytes,
+            crash_labels: self.crashes.len(),
+            timeouts: self.crashes.iter().filter(|c| c.kind == "timeout").count(),
+            peak_rss_mb: self.peak_rss_mb,
+            imported: self.imported,
+        }
     }
 
     fn read_file(path: &std::path::Path) -> Result<Self, LabelfuzzError> {
@@ -233,7 +255,8 @@ impl Reporter {
         }
     }
 
-    /// Writes `summary.json` and `corpus/`, and prints the progress line. In a multi-core run
+    /// Writes `summary.json` and `corpus/`, appends to the time series (`stats.jsonl`,
+    /// `plot_data`), and prints the progress line. In a multi-core run
     /// each client writes its own summary to `clients/<index>.json` and `summary.json` merges
     /// them all; the first client alone writes `corpus/` and prints progress (the merged
     /// figures). Returns this client's summary.
@@ -257,6 +280,21 @@ impl Reporter {
             Summary::merge_clients(&self.out, self.client.count).unwrap_or_else(|| own.clone())
         };
         self.out.write_summary(&summary)?;
+        if self.client.is_first() {
+            let clients: Vec<_> = if self.client.count > 1 {
+                Summary::client_parts(&self.out, self.client.count)
+                    .iter()
+                    .map(Summary::point)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let offset = state
+                .metadata::<crate::stats::SeriesOffset>()
+                .copied()
+                .unwrap_or_default();
+            crate::stats::append(&self.out, &summary.point(), &clients, offset)?;
+        }
         if !self.quiet && self.client.is_first() {
             eprintln!(
                 "#{:<10} {:>7.1}s  exec/s: {:<9.0} labels: {:<6} edges: {:<6} corpus: {}/{}b  crashes: {}",

@@ -367,6 +367,30 @@ fn killing_the_fuzzer_again_and_again_mid_write_leaves_a_consistent_output_direc
     }
     let entries = std::fs::read_dir(out.join("corpus")).unwrap().count() as u64;
     assert_eq!(summary["corpus"]["entries"].as_u64(), Some(entries));
+    // The time series goes on over the restarts: readable lines, time and executions never
+    // going back (a kill may leave one partial line, which readers skip).
+    let series = labelfuzz::stats::read_series(&out.join("stats.jsonl"));
+    assert!(series.len() >= 2, "{series:?}");
+    for pair in series.windows(2) {
+        for field in ["time", "executions"] {
+            assert!(
+                pair[1][field].as_f64() >= pair[0][field].as_f64(),
+                "{field} went back: {pair:?}"
+            );
+        }
+    }
+    let text = std::fs::read_to_string(out.join("stats.jsonl")).unwrap();
+    let unreadable = text
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+        .count();
+    assert!(
+        unreadable <= 10,
+        "at most one partial line a kill: {unreadable}"
+    );
+    assert!(std::fs::read_to_string(out.join("plot_data"))
+        .unwrap()
+        .starts_with("# relative_time"));
 }
 
 #[test]

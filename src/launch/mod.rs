@@ -94,10 +94,16 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         out.previous_run(config.max_len)?
     };
 
+    let series = if config.replay || config.reduce {
+        crate::stats::SeriesOffset::default()
+    } else {
+        crate::stats::offset_of(&out)
+    };
     let start = StartInputs {
         given: config.inputs.clone(),
         previous,
         seeds,
+        series,
     };
 
     crate::interrupt::install();
