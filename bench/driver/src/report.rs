@@ -251,7 +251,10 @@ pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
             left - 6.0,
             y(value) + 4.0
         );
-        let minute = minutes * u64::from(i) / 4;
+    }
+    let mut ticks: Vec<u64> = (0..=4u64).map(|i| minutes * i / 4).collect();
+    ticks.dedup();
+    for minute in ticks {
         let _ = writeln!(
             svg,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{minute}</text>",
