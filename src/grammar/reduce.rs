@@ -259,6 +259,8 @@ mod tests {
             }
         }
         assert_eq!(started, 8, "enough starting sequences show the property");
+        // The README quotes this line (`cargo test --lib the_seed_example -- --nocapture`).
+        eprintln!("seed example, 8 starts: {ours} property calls in all; plain ddmin {theirs}");
         assert!(ours < theirs, "{ours} calls against plain ddmin's {theirs}");
     }
 
