@@ -146,38 +146,142 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("workers", "--cores", Scale::JobsToCores),
 ];
 
-/// Rewrites libFuzzer-style `-name=value` arguments into our flags.
-pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Vec<OsString>, String> {
-    let mut out = Vec::with_capacity(args.len());
+/// Every other flag of libFuzzer's `FuzzerFlags.def` (LLVM 19): accepted, warned about and
+/// ignored, so that scripts written for libFuzzer run unchanged.
+const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
+    "verbosity",
+    "len_control",
+    "seed_inputs",
+    "keep_seed",
+    "cross_over",
+    "cross_over_uniform_dist",
+    "mutate_depth",
+    "reduce_depth",
+    "shuffle",
+    "prefer_small",
+    "error_exitcode",
+    "timeout_exitcode",
+    "fork",
+    "fork_corpus_groups",
+    "ignore_timeouts",
+    "ignore_ooms",
+    "ignore_crashes",
+    "merge",
+    "set_cover_merge",
+    "stop_file",
+    "merge_control_file",
+    "minimize_crash",
+    "cleanse_crash",
+    "mutation_graph_file",
+    "use_counters",
+    "use_memmem",
+    "use_value_profile",
+    "use_cmp",
+    "shrink",
+    "reduce_inputs",
+    "reload",
+    "report_slow_units",
+    "only_ascii",
+    "dict",
+    "artifact_prefix",
+    "exact_artifact_path",
+    "print_pcs",
+    "print_funcs",
+    "print_final_stats",
+    "print_corpus_stats",
+    "print_coverage",
+    "print_full_coverage",
+    "dump_coverage",
+    "handle_segv",
+    "handle_bus",
+    "handle_abrt",
+    "handle_ill",
+    "handle_fpe",
+    "handle_int",
+    "handle_term",
+    "handle_xfsz",
+    "handle_usr1",
+    "handle_usr2",
+    "handle_winexcept",
+    "close_fd_mask",
+    "detect_leaks",
+    "purge_allocator_interval",
+    "trace_malloc",
+    "malloc_limit_mb",
+    "exit_on_src_pos",
+    "exit_on_item",
+    "ignore_remaining_args",
+    "focus_function",
+    "entropic",
+    "entropic_feature_frequency_threshold",
+    "entropic_number_of_rarest_features",
+    "entropic_scale_per_exec_time",
+    "analyze_dict",
+    "use_clang_coverage",
+    "data_flow_trace",
+    "collect_data_flow",
+    "create_missing_dirs",
+];
+
+/// A day, in milliseconds: what `-timeout=0` (no timeout in libFuzzer) becomes.
+const NO_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
+
+/// Arguments rewritten from libFuzzer's spelling, and warnings about flags ignored.
+#[derive(Debug, Default)]
+pub struct Translated {
+    /// The arguments in our spelling.
+    pub args: Vec<OsString>,
+    /// One line for each flag accepted but not used.
+    pub warnings: Vec<String>,
+}
+
+/// Rewrites libFuzzer-style `-name=value` arguments into our flags. As in libFuzzer, a repeated
+/// flag's last value wins, `0` (or `-1` for `-runs`) means no limit, and flags with no meaning
+/// here (or unknown to libFuzzer too) are ignored with a warning, never fatal.
+pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, String> {
+    let mut translated = Translated::default();
+    // Our flag and value, by flag, in order of first appearance (a repeat replaces the value).
+    let mut flags: Vec<(&str, Option<String>)> = Vec::new();
     for (i, arg) in args.into_iter().enumerate() {
         let text = arg.to_str().unwrap_or("");
         let is_libfuzzer =
             i > 0 && text.starts_with('-') && !text.starts_with("--") && text.contains('=');
         if !is_libfuzzer {
-            out.push(arg);
+            translated.args.push(arg);
             continue;
         }
         let (name, value) = text[1..].split_once('=').expect("contains '='");
+        if name == "help" {
+            if value != "0" {
+                translated.args.push("--help".into());
+            }
+            continue;
+        }
         let Some(&(_, ours, scale)) = LIBFUZZER_FLAGS.iter().find(|(n, _, _)| *n == name) else {
-            let known: Vec<_> = LIBFUZZER_FLAGS
-                .iter()
-                .map(|(n, _, _)| format!("-{n}"))
-                .collect();
-            return Err(format!(
-                "unknown libFuzzer flag `-{name}` (accepted: {})",
-                known.join(" ")
-            ));
+            translated
+                .warnings
+                .push(if LIBFUZZER_IGNORED_FLAGS.contains(&name) {
+                    format!("libFuzzer flag `-{name}` is not used by labelfuzz; ignored")
+                } else {
+                    format!(
+                        "unrecognized flag `-{name}={value}`; ignored (run with --help for ours)"
+                    )
+                });
+            continue;
         };
-        let value = match scale {
-            Scale::Same => value.to_string(),
-            Scale::SecondsToMillis => {
+        let value = match (name, scale) {
+            ("max_total_time" | "max_len" | "seed", _) if value == "0" => None,
+            ("runs", _) if value == "-1" => None,
+            ("timeout", _) if value == "0" => Some(NO_TIMEOUT_MS.to_string()),
+            (_, Scale::Same) => Some(value.to_string()),
+            (_, Scale::SecondsToMillis) => {
                 let secs: u64 = value.parse().map_err(|_| {
                     format!("`-{name}={value}`: expected a whole number of seconds")
                 })?;
-                (secs.saturating_mul(1000)).to_string()
+                Some(secs.saturating_mul(1000).to_string())
             }
-            Scale::JobsToCores => match value.parse::<usize>() {
-                Ok(jobs) if jobs >= 1 => format!("0-{}", jobs - 1),
+            (_, Scale::JobsToCores) => match value.parse::<usize>() {
+                Ok(jobs) if jobs >= 1 => Some(format!("0-{}", jobs - 1)),
                 _ => {
                     return Err(format!(
                         "`-{name}={value}`: expected a number of jobs, at least 1"
@@ -185,10 +289,18 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Vec<OsString>, S
                 }
             },
         };
-        out.push(ours.into());
-        out.push(value.into());
+        match flags.iter_mut().find(|(flag, _)| *flag == ours) {
+            Some(slot) => slot.1 = value,
+            None => flags.push((ours, value)),
+        }
     }
-    Ok(out)
+    for (flag, value) in flags {
+        if let Some(value) = value {
+            translated.args.push(flag.into());
+            translated.args.push(value.into());
+        }
+    }
+    Ok(translated)
 }
 
 impl Options {
@@ -198,9 +310,12 @@ impl Options {
         if reduce {
             args.remove(1);
         }
-        let args = translate_libfuzzer_flags(args)
+        let translated = translate_libfuzzer_flags(args)
             .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::UnknownArgument, msg + "\n"))?;
-        let mut options = Options::try_parse_from(args)?;
+        for warning in &translated.warnings {
+            eprintln!("labelfuzz: warning: {warning}");
+        }
+        let mut options = Options::try_parse_from(translated.args)?;
         if reduce {
             if options.corpus.is_empty() || options.corpus.iter().any(|p| !p.is_file()) {
                 return Err(clap::Error::raw(
@@ -456,7 +571,6 @@ mod tests {
             (&["--max-len", "0"][..], "--max-len"),
             (&["--runs", "many"][..], "--runs"),
             (&["-timeout=soon"][..], "-timeout=soon"),
-            (&["-frobnicate=1"][..], "-frobnicate"),
             (&["--frobnicate"][..], "--frobnicate"),
         ] {
             let err = parse(args).unwrap_err().to_string();
@@ -472,5 +586,47 @@ mod tests {
         assert_eq!(c.limits.max_execs, Some(10));
         assert_eq!(c.limits.max_time, Some(Duration::from_secs(3)));
         assert!(c.limits.stop_on_crash);
+    }
+
+    #[test]
+    fn every_libfuzzer_flag_is_accepted_and_the_last_repeat_wins() {
+        let args = |list: &[&str]| -> Vec<OsString> {
+            std::iter::once("fuzzer")
+                .chain(list.iter().copied())
+                .map(OsString::from)
+                .collect()
+        };
+        let t = translate_libfuzzer_flags(args(&[
+            "-max_total_time=5",
+            "-max_total_time=9",
+            "-runs=-1",
+            "-timeout=0",
+            "-seed=0",
+            "-artifact_prefix=crashes/",
+            "-frobnicate=1",
+            "-print_final_stats=1",
+            "seeds",
+        ]))
+        .unwrap();
+        let texts: Vec<_> = t.args.iter().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            texts,
+            [
+                "fuzzer",
+                "seeds",
+                "--max-time",
+                "9",
+                "--timeout",
+                &NO_TIMEOUT_MS.to_string()
+            ]
+        );
+        assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
+        assert!(t.warnings[0].contains("`-artifact_prefix` is not used"));
+        assert!(t.warnings[1].contains("unrecognized flag `-frobnicate=1`"));
+        let all_known = LIBFUZZER_FLAGS.len() + LIBFUZZER_IGNORED_FLAGS.len() + 1;
+        assert_eq!(all_known, 81, "libFuzzer 19 has 81 flags, -help included");
+        let o = parse(&["-runs=-1", "-max_total_time=0", "-jobs=1", "-workers=1"]).unwrap();
+        assert_eq!(o.runs, None);
+        assert_eq!(o.max_time, None);
     }
 }
