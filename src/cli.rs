@@ -73,6 +73,11 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
 
+    /// A dictionary in the libFuzzer/AFL format (`name="token"` lines; libFuzzer's `-dict=`,
+    /// AFL's `-x`): havoc mutants insert its tokens and overwrite bytes with them.
+    #[arg(short = 'x', long, value_name = "FILE")]
+    pub dict: Vec<PathBuf>,
+
     /// With `reduce` and --grammar: the input files are sentences (text the target sees), parsed
     /// with the grammar into choice sequences before reducing.
     #[arg(long, requires = "grammar")]
@@ -142,6 +147,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("timeout", "--timeout", Scale::SecondsToMillis),
     ("max_len", "--max-len", Scale::Same),
     ("rss_limit_mb", "--rss-limit-mb", Scale::Same),
+    ("dict", "--dict", Scale::Same),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -368,6 +374,7 @@ impl Options {
             remote_broker: self.remote_broker.clone(),
             quiet: self.quiet,
             grammar: None,
+            dictionary: Vec::new(),
         }
     }
 }
@@ -477,6 +484,15 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
             }
             Err(message) => {
                 eprintln!("labelfuzz: error: {message}");
+                std::process::exit(2)
+            }
+        }
+    }
+    for path in &options.dict {
+        match crate::dictionary::read_dictionary(path) {
+            Ok(tokens) => config.dictionary.extend(tokens),
+            Err(e) => {
+                eprintln!("labelfuzz: error: {e}");
                 std::process::exit(2)
             }
         }

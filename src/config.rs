@@ -55,6 +55,8 @@ pub struct Config {
     /// sees; crash reproducers are shrunk with the grammar reducer and get their sentence
     /// written beside them.
     pub grammar: Option<Arc<GrammarInputs>>,
+    /// Dictionary tokens (`--dict`), for the havoc stage's token mutations.
+    pub dictionary: Vec<Vec<u8>>,
 }
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.

@@ -13,19 +13,22 @@ use libafl::executors::hooks::inprocess::HasTimeout;
 use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
-use libafl::mutators::{havoc_mutations, HavocScheduledMutator, I2SRandReplace};
+use libafl::mutators::{
+    havoc_mutations, tokens_mutations, HavocScheduledMutator, I2SRandReplace, Tokens,
+};
 use libafl::observers::HitcountsMapObserver;
 use libafl::stages::Stage;
 use libafl::state::{HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
-use libafl_bolts::tuples::{tuple_list, Handled};
+use libafl_bolts::tuples::{tuple_list, Handled, Merge};
 
 use crate::config::Config;
 use crate::consider::{Considerer, Run};
 use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
+use crate::mutators::DynMutator;
 use crate::output::OutputDir;
 use crate::report::{Client, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
@@ -91,6 +94,26 @@ impl<EM> ClientManager for EM where
         + libafl::events::EventReceiver<BytesInput, State>
         + SendExiting
 {
+}
+
+/// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
+/// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
+/// a dictionary, its tokens go into the state and the token mutations join.
+fn havoc_mutator(state: &mut State, dictionary: &[Vec<u8>]) -> DynMutator<BytesInput, State> {
+    if dictionary.is_empty() {
+        return DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
+            havoc_mutations(),
+            HAVOC_STACK_POW,
+        )));
+    }
+    let tokens = state.metadata_or_insert_with(Tokens::default);
+    for token in dictionary {
+        tokens.add_token(token);
+    }
+    DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
+        havoc_mutations().merge(tokens_mutations()),
+        HAVOC_STACK_POW,
+    )))
 }
 
 /// The fuzzing process: fuzzes until a limit, then tells its supervisor the run is over. Also
@@ -237,9 +260,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let reporter = Reporter::new(out.clone(), config.quiet, client);
     let havoc = HavocStage::new(
         considerer_for(&crash_handle),
-        // At most 8 stacked mutations per mutant (LibAFL's default is 128, libFuzzer's 5): deep
-        // stacks cost more than the execution on fast targets and mostly produce noise.
-        HavocScheduledMutator::with_max_stack_pow(havoc_mutations(), HAVOC_STACK_POW),
+        havoc_mutator(&mut state, &config.dictionary),
         config.havoc,
         config.max_len,
     );

@@ -42,6 +42,7 @@ pub mod config;
 pub mod consider;
 pub mod crash;
 pub mod crashes;
+pub mod dictionary;
 pub mod engine;
 pub mod error;
 pub mod feedback;

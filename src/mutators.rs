@@ -106,6 +106,40 @@ pub fn fill_random<R: Rand>(rand: &mut R, out: &mut Vec<u8>, len: usize) {
     out.extend_from_slice(&rand.next().to_le_bytes()[..tail]);
 }
 
+/// A mutator chosen at run time (the havoc mutations, with token mutations when a dictionary
+/// is given), behind one type for the havoc stage.
+pub struct DynMutator<I, S>(pub Box<dyn libafl::mutators::Mutator<I, S>>);
+
+impl<I, S> std::fmt::Debug for DynMutator<I, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("DynMutator").field(self.0.name()).finish()
+    }
+}
+
+impl<I, S> libafl_bolts::Named for DynMutator<I, S> {
+    fn name(&self) -> &std::borrow::Cow<'static, str> {
+        self.0.name()
+    }
+}
+
+impl<I, S> libafl::mutators::Mutator<I, S> for DynMutator<I, S> {
+    fn mutate(
+        &mut self,
+        state: &mut S,
+        input: &mut I,
+    ) -> Result<libafl::mutators::MutationResult, libafl::Error> {
+        self.0.mutate(state, input)
+    }
+
+    fn post_exec(
+        &mut self,
+        state: &mut S,
+        new_corpus_id: Option<libafl::corpus::CorpusId>,
+    ) -> Result<(), libafl::Error> {
+        self.0.post_exec(state, new_corpus_id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use libafl_bolts::rands::StdRand;

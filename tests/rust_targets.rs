@@ -577,6 +577,53 @@ fn a_read_only_output_directory_is_refused_before_fuzzing_and_left_as_it_was() {
 }
 
 #[test]
+fn a_dictionary_token_opens_a_keyword_that_mutations_alone_do_not() {
+    let fuzzer = build_fuzzer("keywords");
+    let dict = scratch("dict").join("keywords.dict");
+    std::fs::write(
+        &dict,
+        "# libFuzzer format\nmagic=\"labelfuzz-magic-header\"\n",
+    )
+    .unwrap();
+    let found = |extra: &[&str]| {
+        let out = scratch(&format!("dict-run-{}", extra.len()));
+        let mut args = vec![
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "300000",
+            "--seed",
+            "3",
+        ];
+        // Without input-to-state replacement, only the dictionary knows the keyword.
+        args.extend(["--cmplog", "0"]);
+        args.extend(extra);
+        let result = run(&fuzzer, &args);
+        let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+        assert!(matches!(result.status.code(), Some(0 | 1)), "{stderr}");
+        common::crashes_by_input(&out).contains_key(&b"labelfuzz-magic-header"[..].to_vec())
+    };
+    assert!(
+        !found(&[]),
+        "without the dictionary the keyword stays closed"
+    );
+    let spelled = format!("-dict={}", dict.display());
+    assert!(found(&[&spelled]), "libFuzzer's -dict= opens it");
+    assert!(found(&["-x", dict.to_str().unwrap()]), "AFL's -x opens it");
+
+    let bad = scratch("dict").join("bad.dict");
+    std::fs::write(&bad, "\"ok\"\nnot quoted\n").unwrap();
+    let out = scratch("dict-bad");
+    let result = run(
+        &fuzzer,
+        &["-o", out.to_str().unwrap(), "--dict", bad.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.dict line 2"), "{stderr}");
+}
+
+#[test]
 fn keywords_compared_with_slice_equality_are_found_through_their_operands() {
     let fuzzer = build_fuzzer("keywords");
     let out = scratch("keywords");
