@@ -78,6 +78,19 @@ pub struct Options {
     #[arg(short = 'x', long, value_name = "FILE")]
     pub dict: Vec<PathBuf>,
 
+    /// Also write every crash reproducer to `<PREFIX><file name>` (libFuzzer's
+    /// `-artifact_prefix=`; a directory must end in `/` and exist).
+    #[arg(long, value_name = "PREFIX")]
+    pub artifact_prefix: Option<String>,
+
+    /// Also write every crash reproducer to this one file (libFuzzer's `-exact_artifact_path=`).
+    #[arg(long, value_name = "FILE")]
+    pub exact_artifact_path: Option<PathBuf>,
+
+    /// At the end, print libFuzzer's `stat::` lines (`-print_final_stats=1`).
+    #[arg(long)]
+    pub print_final_stats: bool,
+
     /// With `reduce` and --grammar: the input files are sentences (text the target sees), parsed
     /// with the grammar into choice sequences before reducing.
     #[arg(long, requires = "grammar")]
@@ -137,6 +150,8 @@ enum Scale {
     SecondsToMillis,
     /// `-jobs=N`: N clients, on cores 0 to N-1.
     JobsToCores,
+    /// `-name=1` turns our switch on, `-name=0` leaves it off.
+    Switch,
 }
 
 /// libFuzzer flag name, our long flag, and how its value converts.
@@ -148,6 +163,9 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("max_len", "--max-len", Scale::Same),
     ("rss_limit_mb", "--rss-limit-mb", Scale::Same),
     ("dict", "--dict", Scale::Same),
+    ("artifact_prefix", "--artifact-prefix", Scale::Same),
+    ("exact_artifact_path", "--exact-artifact-path", Scale::Same),
+    ("print_final_stats", "--print-final-stats", Scale::Switch),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -188,12 +206,8 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "reload",
     "report_slow_units",
     "only_ascii",
-    "dict",
-    "artifact_prefix",
-    "exact_artifact_path",
     "print_pcs",
     "print_funcs",
-    "print_final_stats",
     "print_corpus_stats",
     "print_coverage",
     "print_full_coverage",
@@ -279,6 +293,8 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
             ("max_total_time" | "max_len" | "seed", _) if value == "0" => None,
             ("runs", _) if value == "-1" => None,
             ("timeout", _) if value == "0" => Some(NO_TIMEOUT_MS.to_string()),
+            (_, Scale::Switch) if value == "0" => None,
+            (_, Scale::Switch) => Some(String::new()),
             (_, Scale::Same) => Some(value.to_string()),
             (_, Scale::SecondsToMillis) => {
                 let secs: u64 = value.parse().map_err(|_| {
@@ -301,9 +317,14 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
         }
     }
     for (flag, value) in flags {
-        if let Some(value) = value {
-            translated.args.push(flag.into());
-            translated.args.push(value.into());
+        match value {
+            // A switch: the flag alone.
+            Some(value) if value.is_empty() => translated.args.push(flag.into()),
+            Some(value) => {
+                translated.args.push(flag.into());
+                translated.args.push(value.into());
+            }
+            None => {}
         }
     }
     Ok(translated)
@@ -375,6 +396,11 @@ impl Options {
             quiet: self.quiet,
             grammar: None,
             dictionary: Vec::new(),
+            artifacts: match (&self.exact_artifact_path, &self.artifact_prefix) {
+                (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),
+                (None, Some(prefix)) => Some(crate::output::Artifacts::Prefix(prefix.clone())),
+                (None, None) => None,
+            },
         }
     }
 }
@@ -465,6 +491,18 @@ pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
     run_main(&mut target)
 }
 
+/// libFuzzer's final `stat::` lines, for scripts that parse them.
+fn print_final_stats(summary: &crate::report::Summary) {
+    eprintln!("stat::number_of_executed_units: {}", summary.executions);
+    eprintln!(
+        "stat::average_exec_per_sec:     {:.0}",
+        summary.execs_per_sec
+    );
+    eprintln!("stat::new_units_added:          {}", summary.corpus.entries);
+    eprintln!("stat::slowest_unit_time_sec:    0");
+    eprintln!("stat::peak_rss_mb:              {}", summary.peak_rss_mb);
+}
+
 /// The non-generic body of [`main_for_target`] (kept out of the instrumented target crate).
 fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     // Libraries that capture a backtrace per error would run orders of magnitude slower.
@@ -506,6 +544,9 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     let result = crate::launch::fuzz(&config, target);
     match result {
         Ok(outcome) => {
+            if options.print_final_stats && outcome.supervisor {
+                print_final_stats(&outcome.summary);
+            }
             if config.reduce && outcome.supervisor {
                 print_reductions(&config, &outcome.summary);
             }
@@ -621,6 +662,7 @@ mod tests {
             "-artifact_prefix=crashes/",
             "-frobnicate=1",
             "-print_final_stats=1",
+            "-use_value_profile=1",
             "seeds",
         ]))
         .unwrap();
@@ -633,12 +675,18 @@ mod tests {
                 "--max-time",
                 "9",
                 "--timeout",
-                &NO_TIMEOUT_MS.to_string()
+                &NO_TIMEOUT_MS.to_string(),
+                "--artifact-prefix",
+                "crashes/",
+                "--print-final-stats",
             ]
         );
-        assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
-        assert!(t.warnings[0].contains("`-artifact_prefix` is not used"));
-        assert!(t.warnings[1].contains("unrecognized flag `-frobnicate=1`"));
+        assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
+        assert!(t.warnings[0].contains("unrecognized flag `-frobnicate=1`"));
+        assert!(t.warnings[1].contains("`-use_value_profile` is not used"));
+        assert!(LIBFUZZER_FLAGS
+            .iter()
+            .all(|(name, _, _)| !LIBFUZZER_IGNORED_FLAGS.contains(name)));
         let all_known = LIBFUZZER_FLAGS.len() + LIBFUZZER_IGNORED_FLAGS.len() + 1;
         assert_eq!(all_known, 81, "libFuzzer 19 has 81 flags, -help included");
         let o = parse(&["-runs=-1", "-max_total_time=0", "-jobs=1", "-workers=1"]).unwrap();

@@ -57,6 +57,8 @@ pub struct Config {
     pub grammar: Option<Arc<GrammarInputs>>,
     /// Dictionary tokens (`--dict`), for the havoc stage's token mutations.
     pub dictionary: Vec<Vec<u8>>,
+    /// Where copies of crash reproducers go besides `crashes/` (libFuzzer's artifact flags).
+    pub artifacts: Option<crate::output::Artifacts>,
 }
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.

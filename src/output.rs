@@ -115,6 +115,16 @@ pub struct PreviousRun {
 pub struct OutputDir {
     root: PathBuf,
     rendering: Option<Rendering>,
+    artifacts: Option<Artifacts>,
+}
+
+/// Where copies of crash reproducers go besides `crashes/`, as libFuzzer users expect them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Artifacts {
+    /// `-artifact_prefix=`: `<prefix><file name>`, e.g. `artifacts/crash-…`.
+    Prefix(String),
+    /// `-exact_artifact_path=`: always this one file.
+    ExactPath(PathBuf),
 }
 
 impl OutputDir {
@@ -131,6 +141,7 @@ impl OutputDir {
         let out = OutputDir {
             root: root.to_path_buf(),
             rendering: None,
+            artifacts: None,
         };
         out.remove_stale_temporaries();
         // Fail now, not at the first crash, if the directory is not writable.
@@ -212,6 +223,13 @@ impl OutputDir {
         self
     }
 
+    /// Also copies every crash reproducer written to `artifacts`.
+    #[must_use]
+    pub fn with_artifacts(mut self, artifacts: Option<Artifacts>) -> Self {
+        self.artifacts = artifacts;
+        self
+    }
+
     /// Writes a crash reproducer atomically, and its rendering if there is one, unless the file
     /// already holds one at least as simple: clients of a multi-core run, and earlier runs in the
     /// same directory, share `crashes/`, and the simplest reproducer of a label must win. A lock
@@ -237,6 +255,23 @@ impl OutputDir {
             let mut name = relative.as_os_str().to_owned();
             name.push(".rendered");
             self.write_atomic(Path::new(&name), &(rendering.0)(bytes))?;
+        }
+        // The copy is a courtesy: the reproducer is safe in crashes/ whatever happens to it.
+        let copy = match &self.artifacts {
+            None => None,
+            Some(Artifacts::ExactPath(path)) => Some(path.clone()),
+            Some(Artifacts::Prefix(prefix)) => relative
+                .file_name()
+                .map(|name| PathBuf::from(format!("{prefix}{}", name.to_string_lossy()))),
+        };
+        if let Some(path) = copy {
+            if let Err(e) = fs::write(&path, bytes) {
+                eprintln!(
+                    "labelfuzz: warning: cannot write the artifact {}: {e} (the reproducer is in {})",
+                    path.display(),
+                    self.root.join(relative).display()
+                );
+            }
         }
         Ok(())
     }

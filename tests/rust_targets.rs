@@ -78,6 +78,59 @@ fn every_planted_panic_gets_its_minimal_reproducer() {
 }
 
 #[test]
+fn libfuzzer_artifact_flags_get_a_copy_of_every_reproducer() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("artifacts");
+    let artifacts = out.join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let prefix = format!("-artifact_prefix={}/", artifacts.display());
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.join("out").to_str().unwrap(),
+            &prefix,
+            "-runs=3000000",
+            "-seed=1",
+        ],
+    );
+    assert_eq!(result.status.code(), Some(1));
+    let listing = |dir: &std::path::Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.starts_with('.'))
+            .map(|name| (name.clone(), std::fs::read(dir.join(&name)).unwrap()))
+            .collect()
+    };
+    let crashes = listing(&out.join("out/crashes"));
+    assert_eq!(crashes.len(), 3);
+    assert_eq!(
+        listing(&artifacts),
+        crashes,
+        "the copies are the final reproducers"
+    );
+
+    let exact = out.join("the-crash");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.join("out2").to_str().unwrap(),
+            &format!("-exact_artifact_path={}", exact.display()),
+            "--stop-on-crash",
+            "-seed=1",
+        ],
+    );
+    assert_eq!(result.status.code(), Some(1));
+    let reproducer = std::fs::read(&exact).expect("the exact artifact path is written");
+    assert!(listing(&out.join("out2/crashes"))
+        .values()
+        .any(|r| *r == reproducer));
+}
+
+#[test]
 fn a_target_without_bugs_exits_zero_after_its_runs() {
     let fuzzer = build_fuzzer("empty");
     let out = scratch("empty");
@@ -108,7 +161,7 @@ fn a_target_without_bugs_exits_zero_after_its_runs() {
         &[
             "-o",
             out.to_str().unwrap(),
-            "-artifact_prefix=artifacts/",
+            "-use_value_profile=1",
             "-print_final_stats=1",
             "-runs=1000",
             "-runs=2000",
@@ -118,13 +171,18 @@ fn a_target_without_bugs_exits_zero_after_its_runs() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("`-artifact_prefix` is not used by labelfuzz; ignored"),
+        stderr.contains("`-use_value_profile` is not used by labelfuzz; ignored"),
         "{stderr}"
     );
     assert!(
         stderr.contains("unrecognized flag `-frobnicate=1`"),
         "{stderr}"
     );
+    let executed = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(executed.is_some_and(|n| n >= 2000), "{stderr}");
 }
 
 #[test]

@@ -83,7 +83,9 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     let rendering = config.grammar.clone().map(|grammar| {
         crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
     });
-    let out = OutputDir::create(&config.output)?.with_rendering(rendering);
+    let out = OutputDir::create(&config.output)?
+        .with_rendering(rendering)
+        .with_artifacts(config.artifacts.clone());
     if instrumented_edges() == 0 {
         return Err(LabelfuzzError::NotInstrumented);
     }
