@@ -29,9 +29,11 @@ pub struct Options {
     #[arg(value_name = "CORPUS_DIR")]
     pub corpus: Vec<PathBuf>,
 
-    /// Output directory: corpus/, crashes/ and summary.json go here.
-    #[arg(short, long, value_name = "DIR", default_value = "out")]
-    pub output: PathBuf,
+    /// Output directory: corpus/, crashes/ and summary.json go here (default `out`). Without
+    /// it, as with libFuzzer, new corpus inputs are also added to the first corpus directory
+    /// and reproducers copied to the current directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -358,9 +360,17 @@ impl Options {
 
     /// The engine configuration these options describe.
     #[must_use]
+    /// The corpus directory libFuzzer would add new inputs to: the first one given, when there
+    /// is no `-o` and the run fuzzes (not only runs files, not `reduce`).
+    fn libfuzzer_corpus(&self) -> Option<PathBuf> {
+        let first = self.corpus.first()?;
+        (self.output.is_none() && !self.replay && !self.reduce && first.is_dir())
+            .then(|| first.clone())
+    }
+
     pub fn config(&self) -> Config {
         Config {
-            output: self.output.clone(),
+            output: self.output.clone().unwrap_or_else(|| PathBuf::from("out")),
             corpus_dirs: self.corpus.clone(),
             seed: self.seed.unwrap_or_else(|| {
                 let now = std::time::SystemTime::now()
@@ -399,8 +409,13 @@ impl Options {
             artifacts: match (&self.exact_artifact_path, &self.artifact_prefix) {
                 (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),
                 (None, Some(prefix)) => Some(crate::output::Artifacts::Prefix(prefix.clone())),
+                // libFuzzer writes reproducers to the current directory.
+                (None, None) if self.libfuzzer_corpus().is_some() => {
+                    Some(crate::output::Artifacts::Prefix(String::new()))
+                }
                 (None, None) => None,
             },
+            corpus_mirror: self.libfuzzer_corpus(),
         }
     }
 }
@@ -587,7 +602,7 @@ mod tests {
     #[test]
     fn defaults_need_no_arguments() {
         let o = parse(&[]).unwrap();
-        assert_eq!(o.output, PathBuf::from("out"));
+        assert_eq!(o.config().output, PathBuf::from("out"));
         assert_eq!(o.timeout, 1000);
         assert_eq!(o.max_len, 4096);
         assert!(o.corpus.is_empty());
@@ -692,5 +707,20 @@ mod tests {
         let o = parse(&["-runs=-1", "-max_total_time=0", "-jobs=1", "-workers=1"]).unwrap();
         assert_eq!(o.runs, None);
         assert_eq!(o.max_time, None);
+    }
+
+    #[test]
+    fn a_corpus_directory_without_output_is_grown_as_libfuzzer_grows_it() {
+        let dir = std::env::temp_dir();
+        let dir_text = dir.to_str().unwrap();
+        let c = parse(&[dir_text]).unwrap().config();
+        assert_eq!(c.corpus_mirror.as_deref(), Some(dir.as_path()));
+        assert_eq!(
+            c.artifacts,
+            Some(crate::output::Artifacts::Prefix(String::new()))
+        );
+        let c = parse(&["-o", "out/x", dir_text]).unwrap().config();
+        assert_eq!(c.corpus_mirror, None);
+        assert_eq!(c.artifacts, None);
     }
 }

@@ -59,6 +59,9 @@ pub struct Config {
     pub dictionary: Vec<Vec<u8>>,
     /// Where copies of crash reproducers go besides `crashes/` (libFuzzer's artifact flags).
     pub artifacts: Option<crate::output::Artifacts>,
+    /// A corpus directory new corpus inputs are also added to (libFuzzer's first corpus
+    /// directory, when no output directory is named).
+    pub corpus_mirror: Option<PathBuf>,
 }
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.

@@ -110,12 +110,35 @@ pub struct PreviousRun {
     pub corpus: Vec<Vec<u8>>,
 }
 
+/// Writes `bytes` to `path` through a temporary file beside it and a rename, so that no reader
+/// (and no kill) ever sees half a file.
+fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        LabelfuzzError::io("write", path, e)
+    })
+}
+
 /// The fuzzer's output directory.
 #[derive(Clone, Debug)]
 pub struct OutputDir {
     root: PathBuf,
     rendering: Option<Rendering>,
     artifacts: Option<Artifacts>,
+    /// A corpus directory given without `-o`, which new corpus inputs are added to as libFuzzer
+    /// adds them to its first corpus directory (never removing a file from it).
+    mirror: Option<PathBuf>,
 }
 
 /// Where copies of crash reproducers go besides `crashes/`, as libFuzzer users expect them.
@@ -142,6 +165,7 @@ impl OutputDir {
             root: root.to_path_buf(),
             rendering: None,
             artifacts: None,
+            mirror: None,
         };
         out.remove_stale_temporaries();
         // Fail now, not at the first crash, if the directory is not writable.
@@ -223,6 +247,13 @@ impl OutputDir {
         self
     }
 
+    /// Also adds every new corpus input to `dir` (libFuzzer's first corpus directory).
+    #[must_use]
+    pub fn with_corpus_mirror(mut self, dir: Option<PathBuf>) -> Self {
+        self.mirror = dir;
+        self
+    }
+
     /// Also copies every crash reproducer written to `artifacts`.
     #[must_use]
     pub fn with_artifacts(mut self, artifacts: Option<Artifacts>) -> Self {
@@ -284,22 +315,7 @@ impl OutputDir {
 
     /// Writes `bytes` to `relative` (under the root) atomically.
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
-        let path = self.root.join(relative);
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{file_name}.tmp.{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_data()?;
-            fs::rename(&tmp, &path)
-        };
-        write().map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            LabelfuzzError::io("write", &path, e)
-        })
+        atomic_write(&self.root.join(relative), bytes)
     }
 
     /// Makes `corpus/` hold exactly `inputs`, each in a file named by its digest; returns the
@@ -316,6 +332,12 @@ impl OutputDir {
             if !dir.join(&name).exists() {
                 self.write_atomic(&Path::new("corpus").join(&name), input)?;
                 written += 1;
+                if let Some(mirror) = &self.mirror {
+                    let path = mirror.join(&name);
+                    if !path.exists() {
+                        atomic_write(&path, input)?;
+                    }
+                }
             }
             wanted.insert(name);
         }

@@ -131,6 +131,38 @@ fn libfuzzer_artifact_flags_get_a_copy_of_every_reproducer() {
 }
 
 #[test]
+fn called_as_libfuzzer_the_first_corpus_directory_grows_and_reproducers_land_here() {
+    // `./fuzzer CORPUS` with no -o, as OSS-Fuzz/ClusterFuzz style runners call libFuzzer.
+    let fuzzer = build_fuzzer("planted");
+    let work = scratch("libfuzzer-style");
+    let corpus = work.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    std::fs::write(corpus.join("mine"), b"user file").unwrap();
+    let result = std::process::Command::new(&fuzzer)
+        .args([corpus.to_str().unwrap(), "-runs=3000000", "-seed=1", "-q"])
+        .current_dir(&work)
+        .output()
+        .expect("the fuzzer runs");
+    assert_eq!(
+        result.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert_eq!(std::fs::read(corpus.join("mine")).unwrap(), b"user file");
+    let added = std::fs::read_dir(&corpus).unwrap().count() - 1;
+    assert!(added >= 5, "new corpus inputs are added: {added}");
+    let here: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("crash-"))
+        .collect();
+    assert_eq!(here.len(), 3, "one reproducer per planted bug: {here:?}");
+    assert!(work.join("out/summary.json").exists());
+}
+
+#[test]
 fn a_target_without_bugs_exits_zero_after_its_runs() {
     let fuzzer = build_fuzzer("empty");
     let out = scratch("empty");

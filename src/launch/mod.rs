@@ -85,7 +85,8 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     });
     let out = OutputDir::create(&config.output)?
         .with_rendering(rendering)
-        .with_artifacts(config.artifacts.clone());
+        .with_artifacts(config.artifacts.clone())
+        .with_corpus_mirror(config.corpus_mirror.clone());
     if instrumented_edges() == 0 {
         return Err(LabelfuzzError::NotInstrumented);
     }
