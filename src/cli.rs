@@ -107,6 +107,11 @@ pub struct Options {
     #[arg(long)]
     pub replay: bool,
 
+    /// libFuzzer's `-merge=1`: run the inputs of every corpus directory once and add to the
+    /// first one the simplest input of each label it does not hold yet (add-only).
+    #[arg(long)]
+    pub merge: bool,
+
     /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
     /// an LLMP broker; libFuzzer's `-jobs=N` means `--cores 0-(N-1)`. Default: one process.
     #[arg(long, value_name = "LIST", value_parser = crate::config::parse_cores)]
@@ -168,6 +173,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("artifact_prefix", "--artifact-prefix", Scale::Same),
     ("exact_artifact_path", "--exact-artifact-path", Scale::Same),
     ("print_final_stats", "--print-final-stats", Scale::Switch),
+    ("merge", "--merge", Scale::Switch),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -192,11 +198,9 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "ignore_timeouts",
     "ignore_ooms",
     "ignore_crashes",
-    "merge",
     "set_cover_merge",
     "stop_file",
     "merge_control_file",
-    "minimize_crash",
     "cleanse_crash",
     "mutation_graph_file",
     "use_counters",
@@ -335,9 +339,14 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
 impl Options {
     /// Parses a full argument list (program name first), accepting libFuzzer spellings.
     pub fn parse_args(mut args: Vec<OsString>) -> Result<Self, clap::Error> {
-        let reduce = args.get(1).is_some_and(|a| a == "reduce");
+        let mut reduce = args.get(1).is_some_and(|a| a == "reduce");
         if reduce {
             args.remove(1);
+        }
+        // libFuzzer's `-minimize_crash=1 CRASH` is our `reduce CRASH`.
+        if let Some(at) = args.iter().position(|a| a == "-minimize_crash=1") {
+            args.remove(at);
+            reduce = true;
         }
         let translated = translate_libfuzzer_flags(args)
             .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::UnknownArgument, msg + "\n"))?;
@@ -364,8 +373,8 @@ impl Options {
     /// is no `-o` and the run fuzzes (not only runs files, not `reduce`).
     fn libfuzzer_corpus(&self) -> Option<PathBuf> {
         let first = self.corpus.first()?;
-        (self.output.is_none() && !self.replay && !self.reduce && first.is_dir())
-            .then(|| first.clone())
+        let grows = self.merge || (self.output.is_none() && !self.replay && !self.reduce);
+        (grows && first.is_dir()).then(|| first.clone())
     }
 
     pub fn config(&self) -> Config {
@@ -390,6 +399,7 @@ impl Options {
             rss_limit_mb: self.rss_limit_mb,
             replay: !self.reduce
                 && (self.replay
+                    || self.merge
                     || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
             reduce: self.reduce,
             inputs: Vec::new(),
@@ -410,7 +420,7 @@ impl Options {
                 (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),
                 (None, Some(prefix)) => Some(crate::output::Artifacts::Prefix(prefix.clone())),
                 // libFuzzer writes reproducers to the current directory.
-                (None, None) if self.libfuzzer_corpus().is_some() => {
+                (None, None) if self.libfuzzer_corpus().is_some() && !self.merge => {
                     Some(crate::output::Artifacts::Prefix(String::new()))
                 }
                 (None, None) => None,
@@ -702,8 +712,9 @@ mod tests {
         assert!(LIBFUZZER_FLAGS
             .iter()
             .all(|(name, _, _)| !LIBFUZZER_IGNORED_FLAGS.contains(name)));
-        let all_known = LIBFUZZER_FLAGS.len() + LIBFUZZER_IGNORED_FLAGS.len() + 1;
-        assert_eq!(all_known, 81, "libFuzzer 19 has 81 flags, -help included");
+        // -help and -minimize_crash are handled before the table.
+        let all_known = LIBFUZZER_FLAGS.len() + LIBFUZZER_IGNORED_FLAGS.len() + 2;
+        assert_eq!(all_known, 81, "libFuzzer 19 has 81 flags");
         let o = parse(&["-runs=-1", "-max_total_time=0", "-jobs=1", "-workers=1"]).unwrap();
         assert_eq!(o.runs, None);
         assert_eq!(o.max_time, None);

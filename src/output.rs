@@ -137,8 +137,9 @@ pub struct OutputDir {
     rendering: Option<Rendering>,
     artifacts: Option<Artifacts>,
     /// A corpus directory given without `-o`, which new corpus inputs are added to as libFuzzer
-    /// adds them to its first corpus directory (never removing a file from it).
-    mirror: Option<PathBuf>,
+    /// adds them to its first corpus directory (never removing a file from it), with the
+    /// digests of what it holds (added only once, whatever a file's name).
+    mirror: Option<(PathBuf, std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>)>,
 }
 
 /// Where copies of crash reproducers go besides `crashes/`, as libFuzzer users expect them.
@@ -250,7 +251,16 @@ impl OutputDir {
     /// Also adds every new corpus input to `dir` (libFuzzer's first corpus directory).
     #[must_use]
     pub fn with_corpus_mirror(mut self, dir: Option<PathBuf>) -> Self {
-        self.mirror = dir;
+        self.mirror = dir.map(|dir| {
+            let held = fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| fs::read(e.path()).ok())
+                .map(|bytes| short_digest(&bytes))
+                .collect();
+            (dir, std::sync::Arc::new(std::sync::Mutex::new(held)))
+        });
         self
     }
 
@@ -332,11 +342,11 @@ impl OutputDir {
             if !dir.join(&name).exists() {
                 self.write_atomic(&Path::new("corpus").join(&name), input)?;
                 written += 1;
-                if let Some(mirror) = &self.mirror {
-                    let path = mirror.join(&name);
-                    if !path.exists() {
-                        atomic_write(&path, input)?;
-                    }
+            }
+            if let Some((mirror, held)) = &self.mirror {
+                let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+                if held.insert(name.clone()) {
+                    atomic_write(&mirror.join(&name), input)?;
                 }
             }
             wanted.insert(name);

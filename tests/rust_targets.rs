@@ -160,6 +160,53 @@ fn called_as_libfuzzer_the_first_corpus_directory_grows_and_reproducers_land_her
         .collect();
     assert_eq!(here.len(), 3, "one reproducer per planted bug: {here:?}");
     assert!(work.join("out/summary.json").exists());
+
+    // -merge=1: the first directory gets the simplest input of each label the others show,
+    // once; a second merge adds nothing.
+    let merged = work.join("merged");
+    std::fs::create_dir_all(&merged).unwrap();
+    let merge = || {
+        let result = std::process::Command::new(&fuzzer)
+            .args([
+                "-merge=1",
+                merged.to_str().unwrap(),
+                corpus.to_str().unwrap(),
+                "-q",
+            ])
+            .current_dir(&work)
+            .output()
+            .expect("the fuzzer runs");
+        assert!(
+            matches!(result.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        std::fs::read_dir(&merged).unwrap().count()
+    };
+    let first = merge();
+    assert!(first >= 3 && first <= added + 1, "{first} of {added}");
+    assert_eq!(merge(), first, "merging again adds nothing");
+
+    // -minimize_crash=1 reduces a reproducer as `reduce` does.
+    std::fs::write(work.join("padded"), b"FUZZ and more bytes").unwrap();
+    let minimal = work.join("minimal");
+    let result = std::process::Command::new(&fuzzer)
+        .args([
+            "-minimize_crash=1",
+            &format!("-exact_artifact_path={}", minimal.display()),
+            "-o",
+            work.join("min-out").to_str().unwrap(),
+            work.join("padded").to_str().unwrap(),
+        ])
+        .current_dir(&work)
+        .output()
+        .expect("the fuzzer runs");
+    assert!(
+        matches!(result.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert_eq!(std::fs::read(&minimal).unwrap(), b"FUZZ");
 }
 
 #[test]
