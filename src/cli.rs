@@ -127,6 +127,11 @@ pub struct Options {
     #[arg(long, value_name = "HOST:PORT", value_parser = crate::config::parse_remote_broker)]
     pub remote_broker: Option<crate::config::RemoteBroker>,
 
+    /// Start afresh instead of resuming what the output directory holds: it is moved aside to
+    /// `<DIR>.previous-<unix time>` first (nothing is deleted).
+    #[arg(long)]
+    pub fresh: bool,
+
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
@@ -426,6 +431,7 @@ impl Options {
                 (None, None) => None,
             },
             corpus_mirror: self.libfuzzer_corpus(),
+            fresh: self.fresh,
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct Config {
     /// A corpus directory new corpus inputs are also added to (libFuzzer's first corpus
     /// directory, when no output directory is named).
     pub corpus_mirror: Option<PathBuf>,
+    /// Move an existing output directory aside and start afresh instead of resuming it.
+    pub fresh: bool,
 }
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.

@@ -262,6 +262,39 @@ fn a_target_without_bugs_exits_zero_after_its_runs() {
         .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
         .and_then(|v| v.trim().parse::<u64>().ok());
     assert!(executed.is_some_and(|n| n >= 2000), "{stderr}");
+
+    // --fresh moves the earlier run aside instead of resuming it.
+    let parent = out.parent().unwrap().to_path_buf();
+    let name = out.file_name().unwrap().to_string_lossy().into_owned();
+    let asides = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&parent)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}.previous-"))
+            })
+            .map(|e| e.path())
+            .collect()
+    };
+    for old in asides() {
+        std::fs::remove_dir_all(old).unwrap();
+    }
+    let result = run(
+        &fuzzer,
+        &["-o", out.to_str().unwrap(), "--fresh", "-runs=500"],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(0), "{stderr}");
+    let aside = asides();
+    assert_eq!(aside.len(), 1, "{stderr}");
+    assert!(aside[0].join("summary.json").exists());
+    let series = labelfuzz::stats::read_series(&out.join("stats.jsonl"));
+    assert!(
+        series.last().unwrap()["executions"].as_u64().unwrap() < 2000,
+        "a fresh series: {series:?}"
+    );
 }
 
 #[test]

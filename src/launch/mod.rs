@@ -83,6 +83,19 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     let rendering = config.grammar.clone().map(|grammar| {
         crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
     });
+    if config.fresh && config.output.exists() {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut aside = config.output.clone().into_os_string();
+        aside.push(format!(".previous-{stamp}"));
+        std::fs::rename(&config.output, &aside)
+            .map_err(|e| LabelfuzzError::io("move aside", &config.output, e))?;
+        eprintln!(
+            "labelfuzz: --fresh: the earlier run is kept in {}",
+            std::path::Path::new(&aside).display()
+        );
+    }
     let out = OutputDir::create(&config.output)?
         .with_rendering(rendering)
         .with_artifacts(config.artifacts.clone())
