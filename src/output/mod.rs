@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+mod inputs;
+
+pub use inputs::{read_inputs, PreviousRun};
+
 use crate::error::LabelfuzzError;
 use crate::labels::short_digest;
 
@@ -25,89 +29,6 @@ impl std::fmt::Debug for Rendering {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Rendering")
     }
-}
-
-/// Reads the inputs in `dir`, sorted by file name: every regular file except hidden ones
-/// (temporary files) and `.rendered` sentences. A file over `max_len` bytes is skipped with a
-/// warning (it could not be shrunk below the limit anyway), as is an unreadable one; an
-/// unreadable directory is an error.
-pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
-    let mut paths = Vec::new();
-    list_files(dir, &mut paths, &mut std::collections::HashSet::new())?;
-    paths.sort();
-    let mut inputs = Vec::with_capacity(paths.len());
-    for (path, len) in paths {
-        if len > max_len as u64 {
-            eprintln!(
-                "labelfuzz: warning: skipping {} ({len} bytes > --max-len {max_len})",
-                path.display()
-            );
-            continue;
-        }
-        match fs::read(&path) {
-            Ok(bytes) => inputs.push(bytes),
-            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
-        }
-    }
-    Ok(inputs)
-}
-
-/// The input files under `dir` with their sizes, subdirectories included (as libFuzzer reads a
-/// corpus); hidden files and grammar renderings are not inputs. What cannot be listed or read is
-/// named in a warning and skipped; only an unreadable `dir` itself is an error. `visited` holds
-/// the directories (device, inode) already listed, so that a symbolic link back up the tree
-/// is not followed around.
-fn list_files(
-    dir: &Path,
-    paths: &mut Vec<(PathBuf, u64)>,
-    visited: &mut std::collections::HashSet<(u64, u64)>,
-) -> Result<(), LabelfuzzError> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
-    if !visited.insert((meta.dev(), meta.ino())) {
-        return Ok(());
-    }
-    let entries = fs::read_dir(dir).map_err(|e| LabelfuzzError::io("read directory", dir, e))?;
-    for entry in entries {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                eprintln!("labelfuzz: warning: cannot list {}: {e}", dir.display());
-                continue;
-            }
-        };
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') || name.ends_with(".rendered") {
-            continue;
-        }
-        // Follows symbolic links, as reading the file would.
-        match fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => paths.push((path, meta.len())),
-            Ok(meta) if meta.is_dir() => {
-                if let Err(e) = list_files(&path, paths, visited) {
-                    eprintln!("labelfuzz: warning: skipping {e}");
-                }
-            }
-            // A FIFO or a device would block or never end.
-            Ok(_) => eprintln!(
-                "labelfuzz: warning: skipping {}: not a regular file",
-                path.display()
-            ),
-            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
-        }
-    }
-    Ok(())
-}
-
-/// The inputs an earlier run left in the output directory.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PreviousRun {
-    /// Its crash reproducers.
-    pub crashes: Vec<Vec<u8>>,
-    /// Its corpus: the best input of every label it had.
-    pub corpus: Vec<Vec<u8>>,
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it and a rename, so that no reader

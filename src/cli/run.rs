@@ -1,0 +1,171 @@
+//! The main of every fuzzer binary: parse the command line, load grammars and dictionaries,
+//! fuzz, print what was found, exit with libFuzzer's statuses.
+
+use super::Options;
+use crate::config::Config;
+
+/// Reads and checks a grammar file; the message names the file and what is wrong.
+fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read grammar {}: {e}", path.display()))?;
+    let grammar = crate::grammar::Grammar::from_json(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if grammar.has_hooks() {
+        eprintln!(
+            "labelfuzz: warning: {} names hooks; they run only in Rust generators, not with --grammar",
+            path.display()
+        );
+    }
+    Ok(grammar)
+}
+
+/// Replaces the input files by the choice sequences the grammar parses them into.
+fn parse_inputs(config: &mut Config) -> Result<(), String> {
+    let Some(grammar) = config.grammar.clone() else {
+        return Err("--parse needs --grammar".into());
+    };
+    for path in std::mem::take(&mut config.corpus_dirs) {
+        let text =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let choices = crate::grammar::parse(grammar.grammar(), grammar.max_depth(), &text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(wide) = choices.iter().find(|&&c| c > 255) {
+            return Err(format!(
+                "{}: needs choice {wide}, more than one byte holds (a rule with over 256 \
+                 alternatives)",
+                path.display()
+            ));
+        }
+        let bytes = crate::grammar::choice_bytes(&choices);
+        println!(
+            "input {} parsed: {} choices {:?}",
+            path.display(),
+            bytes.len(),
+            bytes
+        );
+        config.inputs.push(bytes);
+    }
+    Ok(())
+}
+
+/// Prints what `reduce` found: each input and each crash reproducer, with its sentence in
+/// grammar mode, and the number of target runs it took.
+fn print_reductions(config: &Config, summary: &crate::report::Summary) {
+    let show = |bytes: &[u8]| -> String {
+        match &config.grammar {
+            Some(grammar) => format!(
+                "{} choices {:?} rendering {:?}",
+                bytes.len(),
+                bytes,
+                String::from_utf8_lossy(&grammar.render(bytes))
+            ),
+            None => format!("{} bytes {:?}", bytes.len(), String::from_utf8_lossy(bytes)),
+        }
+    };
+    for path in &config.corpus_dirs {
+        if let Ok(bytes) = std::fs::read(path) {
+            println!("input {}: {}", path.display(), show(&bytes));
+        }
+    }
+    if summary.crashes.is_empty() {
+        println!("no crash: the inputs do not make the target fail, nothing to reduce");
+    }
+    for crash in &summary.crashes {
+        let file = config.output.join(&crash.input);
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        println!(
+            "reduced {} ({}): {} ({})",
+            crash.kind,
+            crash.message,
+            show(&bytes),
+            file.display()
+        );
+    }
+    println!("target runs: {}", summary.executions);
+}
+
+/// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
+/// 0 (no crash), 1 (crash found) or 2 (error).
+pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
+    run_main(&mut target)
+}
+
+/// libFuzzer's final `stat::` lines, for scripts that parse them.
+fn print_final_stats(summary: &crate::report::Summary) {
+    eprintln!("stat::number_of_executed_units: {}", summary.executions);
+    eprintln!(
+        "stat::average_exec_per_sec:     {:.0}",
+        summary.execs_per_sec
+    );
+    eprintln!("stat::new_units_added:          {}", summary.corpus.entries);
+    eprintln!("stat::slowest_unit_time_sec:    0");
+    eprintln!("stat::peak_rss_mb:              {}", summary.peak_rss_mb);
+}
+
+/// The non-generic body of [`main_for_target`] (kept out of the instrumented target crate).
+fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
+    // Libraries that capture a backtrace per error would run orders of magnitude slower.
+    std::env::set_var("RUST_BACKTRACE", "0");
+    let options = match Options::parse_args(std::env::args_os().collect()) {
+        Ok(options) => options,
+        Err(e) => e.exit(),
+    };
+    let mut config = options.config();
+    if let Some(path) = &options.grammar {
+        match load_grammar(path) {
+            Ok(grammar) => {
+                config.grammar = Some(std::sync::Arc::new(crate::grammar::GrammarInputs::new(
+                    grammar,
+                    options.grammar_depth,
+                )));
+            }
+            Err(message) => {
+                eprintln!("labelfuzz: error: {message}");
+                std::process::exit(2)
+            }
+        }
+    }
+    for path in &options.dict {
+        match crate::dictionary::read_dictionary(path) {
+            Ok(tokens) => config.dictionary.extend(tokens),
+            Err(e) => {
+                eprintln!("labelfuzz: error: {e}");
+                std::process::exit(2)
+            }
+        }
+    }
+    if options.reduce && options.parse {
+        if let Err(message) = parse_inputs(&mut config) {
+            eprintln!("labelfuzz: error: {message}");
+            std::process::exit(2)
+        }
+    }
+    let result = crate::launch::fuzz(&config, target);
+    match result {
+        Ok(outcome) => {
+            if options.print_final_stats && outcome.supervisor {
+                print_final_stats(&outcome.summary);
+            }
+            if config.reduce && outcome.supervisor {
+                print_reductions(&config, &outcome.summary);
+            }
+            if config.replay && outcome.supervisor {
+                for crash in &outcome.summary.crashes {
+                    eprintln!(
+                        "labelfuzz: {} {} {} ({}): {}",
+                        crash.kind,
+                        crash.location,
+                        crash.message,
+                        crash.len,
+                        config.output.join(&crash.input).display()
+                    );
+                }
+            }
+            std::process::exit(i32::from(outcome.found_crashes()))
+        }
+        Err(e) => {
+            eprintln!("labelfuzz: error: {e}");
+            std::process::exit(2)
+        }
+    }
+}
