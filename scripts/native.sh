@@ -83,6 +83,26 @@ compiler_version() {
   echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz}"
 }
 
+# Links a fuzzer: link_fuzzer OUTPUT ARGS... ($CC's arguments, inputs included). Skipped when
+# OUTPUT is newer than every file among ARGS and was linked the same way by the same compiler
+# and harness: the benchmark reuses finished runs only while their binaries stay the same.
+link_fuzzer() {
+  local out="$1"; shift
+  local harness="" stamp lib
+  lib="$(dirname "$CC")/liblabelfuzz_harness.a"
+  if [ -f "$lib" ]; then harness="$(cksum < "$lib" | cut -d' ' -f1)"; fi
+  stamp="$* $(compiler_version) $harness"
+  if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
+    local arg stale=0
+    for arg in "$@"; do
+      if [ -f "$arg" ] && [ "$arg" -nt "$out" ]; then stale=1; fi
+    done
+    [ "$stale" = 0 ] && return 0
+  fi
+  "$CC" "$@" -o "$out"
+  printf '%s' "$stamp" > "$out.stamp"
+}
+
 # Compiles C sources to objects in $BUILD/obj (parallel) and archives them as $BUILD/$1.
 # Usage: compile_archive libfoo.a "<cflags>" file.c...
 compile_archive() {
@@ -97,8 +117,14 @@ compile_archive() {
   printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c \
     'src="$1"; obj="$2/obj/$(basename "$src" .c).o"; [ "$obj" -nt "$src" ] || exec "$3" '"$cflags $INSTRUMENT"' -c "$src" -o "$obj"' \
     sh {} "$BUILD" "$CC"
-  rm -f "$BUILD/$archive"
-  local objs=()
+  local objs=() obj stale=0
   for src in "$@"; do objs+=("$BUILD/obj/$(basename "$src" .c).o"); done
-  ar rcs "$BUILD/$archive" "${objs[@]}"
+  # Re-archived only when an object changed: a fresh archive would relink the fuzzer.
+  [ -f "$BUILD/$archive" ] || stale=1
+  for obj in "${objs[@]}"; do [ "$obj" -nt "$BUILD/$archive" ] && stale=1; done
+  if [ "$stale" = 1 ] || [ "$(cat "$BUILD/obj/.members-$archive" 2>/dev/null)" != "${objs[*]}" ]; then
+    rm -f "$BUILD/$archive"
+    ar rcs "$BUILD/$archive" "${objs[@]}"
+    printf '%s' "${objs[*]}" > "$BUILD/obj/.members-$archive"
+  fi
 }

@@ -1,5 +1,5 @@
 //! Dictionaries in the libFuzzer/AFL format (`-dict=FILE`, `-x FILE`, `--dict FILE`): one
-//! quoted token a line, optionally named (`kw_select="SELECT"`, AFL's `name@level=` too), with
+//! quoted token a line, optionally named (`kw_select="SELECT"`, AFL's `name@level = ` too), with
 //! `\\`, `\"` and `\xNN` escapes; blank lines and `#` comments are skipped. The tokens go to the
 //! havoc stage's token mutations, which insert them into inputs or overwrite bytes with them.
 
@@ -37,15 +37,7 @@ fn parse_line(line: &[u8]) -> Result<Vec<u8>, String> {
         .iter()
         .position(|&b| b == b'"')
         .ok_or("expected a quoted token, e.g. \"GET\" or name=\"GET\"")?;
-    let name = &line[..quote];
-    let name_ok = name.is_empty()
-        || (name.last() == Some(&b'=')
-            && name[..name.len() - 1]
-                .iter()
-                .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'@'));
-    if !name_ok {
-        return Err("a token's name is letters, digits and `_`, followed by `=`".into());
-    }
+    // What comes before the quote is a name (`kw=`, AFL's `kw@2 = `), which no one reads.
     let body = &line[quote + 1..];
     let mut token = Vec::new();
     let mut i = 0;
@@ -109,13 +101,17 @@ mod tests {
             (&b"\"open\n"[..], 1, "no closing quote"),
             (&b"\"\\x4\"\n"[..], 1, "two hex digits"),
             (&b"\"a\" b\n"[..], 1, "after the closing quote"),
-            (&b"bad name=\"a\"\n"[..], 1, "name"),
             (&b"\"\\q\"\n"[..], 1, "unknown escape"),
         ] {
             let (at, why) = parse_dictionary(text).unwrap_err();
             assert_eq!(at, line, "{why}");
             assert!(why.contains(needle), "{why}");
         }
+        // Names as libFuzzer and AFL++ accept them.
+        assert_eq!(
+            parse_dictionary(b"kw = \"x\"\nmy-kw@1=\"y\"\n").unwrap(),
+            vec![b"x".to_vec(), b"y".to_vec()]
+        );
         // Not UTF-8 is fine: tokens are bytes.
         assert_eq!(parse_dictionary(b"\"\xff\"").unwrap(), vec![vec![0xff]]);
     }

@@ -30,7 +30,7 @@ use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
 use crate::mutators::DynMutator;
 use crate::output::OutputDir;
-use crate::report::{Client, Reporter, Summary};
+use crate::report::{Client, Records, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
 use crate::seen::{KilledInputs, SeenFilter};
 use crate::stages::{CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, ReportStage};
@@ -257,7 +257,12 @@ fn fuzz_until_done<EM: ClientManager>(
         state.request_stop();
     }
 
-    let reporter = Reporter::new(out.clone(), config.quiet, client);
+    let only_runs_inputs = config.replay || config.reduce;
+    let reporter = Reporter::new(out.clone(), config.quiet, client).keeping(Records {
+        // A merge replays into the first corpus directory; other replays touch no corpus.
+        corpus: !only_runs_inputs || config.corpus_mirror.is_some(),
+        series: !only_runs_inputs,
+    });
     let havoc = HavocStage::new(
         considerer_for(&crash_handle),
         havoc_mutator(&mut state, &config.dictionary),

@@ -190,13 +190,40 @@ pub struct Reporter {
     out: OutputDir,
     quiet: bool,
     client: Client,
+    /// Whether `corpus/` follows the table and the time series grows: not when a run only
+    /// replays or reduces inputs, which must leave an earlier campaign's records alone.
+    records: Records,
+}
+
+/// What a [`Reporter`] keeps besides `summary.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Records {
+    /// `corpus/` (and a libFuzzer corpus directory) follows the table.
+    pub corpus: bool,
+    /// `stats.jsonl` and `plot_data` grow.
+    pub series: bool,
 }
 
 impl Reporter {
     /// A reporter for `client`, writing under `out`; `quiet` silences the progress line.
     #[must_use]
     pub fn new(out: OutputDir, quiet: bool, client: Client) -> Self {
-        Reporter { out, quiet, client }
+        Reporter {
+            out,
+            quiet,
+            client,
+            records: Records {
+                corpus: true,
+                series: true,
+            },
+        }
+    }
+
+    /// Keeps only `records` besides `summary.json`.
+    #[must_use]
+    pub fn keeping(mut self, records: Records) -> Self {
+        self.records = records;
+        self
     }
 
     /// Builds the summary of the current state.
@@ -265,7 +292,7 @@ impl Reporter {
         state: &S,
     ) -> Result<Summary, LabelfuzzError> {
         let own = Self::summarize(state);
-        if self.client.is_first() {
+        if self.client.is_first() && self.records.corpus {
             if let Ok(table) = state.metadata::<LabelTable>() {
                 self.out
                     .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
@@ -280,7 +307,7 @@ impl Reporter {
             Summary::merge_clients(&self.out, self.client.count).unwrap_or_else(|| own.clone())
         };
         self.out.write_summary(&summary)?;
-        if self.client.is_first() {
+        if self.client.is_first() && self.records.series {
             let clients: Vec<_> = if self.client.count > 1 {
                 Summary::client_parts(&self.out, self.client.count)
                     .iter()

@@ -28,8 +28,8 @@ if [ ! -f "$BUILD/libpng/.libs/libpng16.a" ] \
   fi
   compiler_version > "$BUILD/libpng.stamp"
 fi
-"$CC" $FUZZER_LINK -O1 -I"$BUILD/libpng" -I"$zlib" "$ROOT/fuzzers/libpng/fuzz_read.c" \
-  "$BUILD/libpng/.libs/libpng16.a" "$BUILD/libz.a" -lm -o "$BUILD/libpng_fuzzer"
+link_fuzzer "$BUILD/libpng_fuzzer" $FUZZER_LINK -O1 -I"$BUILD/libpng" -I"$zlib" "$ROOT/fuzzers/libpng/fuzz_read.c" \
+  "$BUILD/libpng/.libs/libpng16.a" "$BUILD/libz.a" -lm
 # Seeds: the small test images libpng ships (PngSuite and its own test PNGs).
 mkdir -p "$BUILD/seeds"
 find "$libpng_src/contrib/pngsuite" "$libpng_src/contrib/testpngs" -name '*.png' -size -4k \

@@ -11,5 +11,5 @@ flags="-O1 -I$sqlite -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE
   -DSQLITE_ENABLE_JSON1 -DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_RTREE"
 log "compiling sqlite3.c (about a minute, once)"
 compile_archive libsqlite3.a "$flags" "$sqlite/sqlite3.c"
-"$CC" $FUZZER_LINK -O1 -I"$sqlite" "$ROOT/fuzzers/sqlite/fuzz_sql.c" "$BUILD/libsqlite3.a" -lm -o "$BUILD/sqlite_fuzzer"
+link_fuzzer "$BUILD/sqlite_fuzzer" $FUZZER_LINK -O1 -I"$sqlite" "$ROOT/fuzzers/sqlite/fuzz_sql.c" "$BUILD/libsqlite3.a" -lm
 echo "$BUILD/sqlite_fuzzer"

@@ -23,6 +23,6 @@ done
 sources+=("$xz/src/common/tuklib_cpucores.c" "$xz/src/common/tuklib_physmem.c")
 flags="-O2 -std=c99 -DHAVE_CONFIG_H=1 -DNDEBUG -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $includes"
 compile_archive liblzma.a "$flags" "${sources[@]}"
-"$CC" $FUZZER_LINK -O2 $includes -I"$xz/tests/ossfuzz" "$xz/tests/ossfuzz/fuzz_decode_stream.c" \
-  "$BUILD/liblzma.a" -o "$BUILD/xz_fuzzer"
+link_fuzzer "$BUILD/xz_fuzzer" $FUZZER_LINK -O2 $includes -I"$xz/tests/ossfuzz" "$xz/tests/ossfuzz/fuzz_decode_stream.c" \
+  "$BUILD/liblzma.a"
 echo "$BUILD/xz_fuzzer"

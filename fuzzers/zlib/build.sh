@@ -6,5 +6,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/native.sh"
 zlib="$(registry_source libz-sys)/src/zlib"
 log "zlib sources: $zlib"
 compile_archive libz.a "-O2 -I$zlib -DHAVE_UNISTD_H -DHAVE_STDARG_H" "$zlib"/*.c
-"$CC" $FUZZER_LINK -O2 -I"$zlib" "$ROOT/fuzzers/zlib/fuzz_uncompress.c" "$BUILD/libz.a" -o "$BUILD/zlib_fuzzer"
+link_fuzzer "$BUILD/zlib_fuzzer" $FUZZER_LINK -O2 -I"$zlib" "$ROOT/fuzzers/zlib/fuzz_uncompress.c" "$BUILD/libz.a"
 echo "$BUILD/zlib_fuzzer"

@@ -136,6 +136,12 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
             }
             continue;
         }
+        // `-runs=0`: run the inputs given, fuzz nothing.
+        if name == "runs" && value == "0" {
+            flags.retain(|(flag, _)| *flag != "--runs");
+            flags.push(("--replay", Some(String::new())));
+            continue;
+        }
         let Some(&(_, ours, scale)) = LIBFUZZER_FLAGS.iter().find(|(n, _, _)| *n == name) else {
             translated
                 .warnings
@@ -151,6 +157,7 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
         let value = match (name, scale) {
             ("max_total_time" | "max_len" | "seed", _) if value == "0" => None,
             ("runs", _) if value == "-1" => None,
+            ("jobs" | "workers", _) if value == "0" => None,
             ("timeout", _) if value == "0" => Some(NO_TIMEOUT_MS.to_string()),
             (_, Scale::Switch) if value == "0" => None,
             (_, Scale::Switch) => Some(String::new()),
@@ -243,5 +250,10 @@ mod tests {
                 .unwrap();
         assert_eq!(o.runs, None);
         assert_eq!(o.max_time, None);
+        // libFuzzer's defaults for -jobs and -workers, and -runs=0 (run the inputs only).
+        let o = super::super::tests::parse(&["-jobs=0", "-workers=0", "-runs=0"]).unwrap();
+        assert_eq!(o.cores, None);
+        assert!(o.replay);
+        assert_eq!(o.runs, None);
     }
 }

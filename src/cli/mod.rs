@@ -205,7 +205,14 @@ impl Options {
 
     pub fn config(&self) -> Config {
         Config {
-            output: self.output.clone().unwrap_or_else(|| PathBuf::from("out")),
+            output: match (&self.output, self.merge) {
+                (Some(dir), _) => dir.clone(),
+                // A merge keeps nothing of its own: a scratch directory, not ./out.
+                (None, true) => {
+                    std::env::temp_dir().join(format!("labelfuzz-merge-{}", std::process::id()))
+                }
+                (None, false) => PathBuf::from("out"),
+            },
             corpus_dirs: self.corpus.clone(),
             seed: self.seed.unwrap_or_else(|| {
                 let now = std::time::SystemTime::now()

@@ -110,8 +110,12 @@ pub fn reduce(
             calls: verdicts.calls,
         };
     }
-    let mut judge = |candidate: &mut Vec<u32>| {
+    let mut judge = |candidate: &mut Vec<u32>, current: &[u32]| {
         let derivation = render(candidate);
+        // What the generator used may be no simpler than the current sequence: no test then.
+        if !is_simpler(&derivation.used, current) {
+            return Verdict::Rejected;
+        }
         let verdict = verdicts.judge(&derivation);
         if verdict == Verdict::Accepted {
             *candidate = derivation.used;
@@ -270,7 +274,7 @@ mod tests {
         from: &[u32],
         test: &mut dyn FnMut(&[u32]) -> bool,
     ) -> Option<Vec<u32>> {
-        let mut judge = |c: &mut Vec<u32>| Verdict::from(test(c));
+        let mut judge = |c: &mut Vec<u32>, _: &[u32]| Verdict::from(test(c));
         let mut shrinker = Shrinker::normalizing(from.to_vec(), &mut judge);
         let progress = shrinker.run(pass);
         progress.then(|| shrinker.into_current())

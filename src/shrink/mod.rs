@@ -143,8 +143,10 @@ impl Plan {
 const REDISTRIBUTE_WINDOW: usize = 8;
 
 /// A judge that may replace an accepted candidate by an equivalent one no less simple (a
-/// grammar's normalized choices); see [`Shrinker::normalizing`].
-pub type NormalizingJudge<'a, T> = dyn FnMut(&mut Vec<T>) -> Verdict + 'a;
+/// grammar's normalized choices); it also sees the current sequence, so that it can reject a
+/// candidate whose rewrite is no simpler before paying for a test. See
+/// [`Shrinker::normalizing`].
+pub type NormalizingJudge<'a, T> = dyn FnMut(&mut Vec<T>, &[T]) -> Verdict + 'a;
 
 /// One shrink in progress: the current sequence, and the judge of candidates. Every candidate
 /// offered is strictly simpler (shortlex) than the current sequence.
@@ -198,7 +200,7 @@ impl<'a, T: Element> Shrinker<'a, T> {
         if self.stopped || !crate::order::is_simpler(&self.candidate, &self.current) {
             return false;
         }
-        match (self.judge)(&mut self.candidate) {
+        match (self.judge)(&mut self.candidate, &self.current) {
             Verdict::Accepted if crate::order::is_simpler(&self.candidate, &self.current) => {
                 std::mem::swap(&mut self.current, &mut self.candidate);
                 true
@@ -246,7 +248,7 @@ pub fn shrink<T: Element>(
     plan: Plan,
     judge: &mut dyn FnMut(&[T]) -> Verdict,
 ) -> Vec<T> {
-    let mut plain = |candidate: &mut Vec<T>| judge(candidate);
+    let mut plain = |candidate: &mut Vec<T>, _: &[T]| judge(candidate);
     let mut shrinker = Shrinker::normalizing(input, &mut plain);
     shrinker.run_plan(plan);
     shrinker.into_current()

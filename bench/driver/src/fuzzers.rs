@@ -122,7 +122,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
         );
         cmd.stdout(log.try_clone().expect("log")).stderr(log);
         let child = cmd.spawn().expect("the fuzzer starts");
-        wait_with_snapshots(child, &mut snapshots, started, deadline);
+        wait_with_snapshots(child, &mut snapshots, started, deadline, secs.div_ceil(60));
         if fuzzer != Fuzzer::Libfuzzer {
             break;
         }
@@ -267,23 +267,36 @@ fn pinned(program: &Path, cpu: usize) -> Command {
     cmd
 }
 
-/// Waits for `child`, taking a snapshot at each whole minute; kills it a minute past the
-/// deadline (a fuzzer that ignores its own time limit must not stall the benchmark).
+/// Waits for `child`, taking a snapshot at each whole minute. At the deadline the last
+/// snapshot is taken, whatever the fuzzer's own clock says (AFL++'s `-V` counts from the end of
+/// its dry run, so it would fuzz longer than the others), and the fuzzer is asked to stop
+/// (SIGINT), then killed if it has not within 30 s.
 fn wait_with_snapshots(
     mut child: Child,
     snapshots: &mut Snapshots,
     started: Instant,
     deadline: Instant,
+    final_minute: u64,
 ) {
+    let mut interrupted: Option<Instant> = None;
     loop {
         if child.try_wait().ok().flatten().is_some() {
             return;
         }
         let minute = started.elapsed().as_secs() / 60;
-        if minute > snapshots.last_minute() {
+        if minute > snapshots.last_minute() && minute < final_minute {
             snapshots.take(minute);
         }
-        if Instant::now() > deadline + Duration::from_secs(60) {
+        let now = Instant::now();
+        if now >= deadline && interrupted.is_none() {
+            snapshots.take(final_minute);
+            if let Ok(pid) = i32::try_from(child.id()) {
+                // SAFETY: kill(2) on our own child.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+            }
+            interrupted = Some(now);
+        }
+        if interrupted.is_some_and(|at| now > at + Duration::from_secs(30)) {
             let _ = child.kill();
             let _ = child.wait();
             return;

@@ -53,13 +53,15 @@ pub fn read_json(path: &Path) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The regular files directly in a directory (a corpus), sorted by name.
+/// The regular files directly in a directory (a corpus), sorted by name; hidden files (a
+/// fuzzer's temporary files, AFL++'s `.state`) are not inputs.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
         .collect();
     files.sort();

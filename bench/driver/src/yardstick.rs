@@ -61,33 +61,44 @@ pub fn measure(
     std::fs::write(&list, text).expect("input list");
     let profiles = scratch.join("profiles");
     std::fs::create_dir_all(&profiles).expect("profile directory");
-    // Each process writes its own profile; a crash or hang ends one process, and the next
-    // goes on after the input that stopped it.
+    // Each process writes its own profile; a crash, hang or exit() ends one process, and the
+    // next goes on after the input that was running (the replayer notes each index before it
+    // runs the input).
+    let progress = scratch.join("progress");
     let mut first = 0usize;
-    while first <= inputs.len() {
+    while first < inputs.len() {
+        let _ = std::fs::remove_file(&progress);
         let out = Command::new("taskset")
             .args(["-c", &cpu.to_string()])
             .arg(coverage_binary)
             .arg(&list)
             .arg(first.to_string())
             .env("LLVM_PROFILE_FILE", profiles.join("replay-%p.profraw"))
+            .env("REPLAY_PROGRESS", &progress)
             .env("REPLAY_TIMEOUT", "5")
             .env("RUST_BACKTRACE", "0")
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
+            .stderr(Stdio::null())
+            .status()
             .expect("the coverage replayer runs");
-        if out.status.code() != Some(77) {
-            break;
+        let last_started = std::fs::read(&progress)
+            .ok()
+            .and_then(|b| {
+                b.get(..8)
+                    .map(|b| i64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+            })
+            .and_then(|i| usize::try_from(i).ok());
+        match last_started {
+            Some(last) if last + 1 >= inputs.len() => break,
+            // Always forward, even if the same input ended two processes.
+            Some(last) => first = (last + 1).max(first + 1),
+            None if out.success() => break,
+            // Nothing ran (the harness's initialization failed): nothing more will.
+            None => {
+                eprintln!("bench: the coverage build of {} runs no input", target.name);
+                break;
+            }
         }
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let stopped: usize = stderr
-            .lines()
-            .filter_map(|l| l.strip_prefix("replay: stopped at "))
-            .filter_map(|v| v.trim().parse().ok())
-            .next_back()
-            .unwrap_or(inputs.len());
-        first = stopped + 1;
     }
     let raw: Vec<PathBuf> = std::fs::read_dir(&profiles)
         .expect("profiles")
@@ -99,15 +110,25 @@ pub fn measure(
     }
     let (profdata, cov) = tools(target.kind);
     let merged = scratch.join("merged.profdata");
-    let status = Command::new(&profdata)
-        .args(["merge", "-sparse", "-o"])
+    // Pinned and single-threaded: fuzzers are running on the other cores.
+    let status = Command::new("taskset")
+        .args(["-c", &cpu.to_string()])
+        .arg(&profdata)
+        .args(["merge", "-sparse", "-num-threads=1", "-o"])
         .arg(&merged)
         .args(&raw)
         .status()
         .expect("llvm-profdata runs");
     assert!(status.success(), "llvm-profdata merge failed: {status}");
-    let out = Command::new(&cov)
-        .args(["export", "-summary-only", "-instr-profile"])
+    let out = Command::new("taskset")
+        .args(["-c", &cpu.to_string()])
+        .arg(&cov)
+        .args([
+            "export",
+            "-summary-only",
+            "-num-threads=1",
+            "-instr-profile",
+        ])
         .arg(&merged)
         .arg(coverage_binary)
         .output()
