@@ -771,7 +771,7 @@ fn a_dictionary_token_opens_a_keyword_that_mutations_alone_do_not() {
         let result = run(&fuzzer, &args);
         let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
         assert!(matches!(result.status.code(), Some(0 | 1)), "{stderr}");
-        common::crashes_by_input(&out).contains_key(&b"labelfuzz-magic-header"[..].to_vec())
+        common::crashes_by_input(&out).contains_key(&b"labelfuzz-magic-header"[..])
     };
     assert!(
         !found(&[]),
