@@ -117,7 +117,13 @@ impl Summary {
     /// client's own record may be of a reproducer another client's replaced.
     #[must_use]
     pub fn merge_clients(out: &OutputDir, count: usize) -> Option<Summary> {
-        let mut merged = Self::merge(&Self::client_parts(out, count))?;
+        Self::merge_parts(out, &Self::client_parts(out, count))
+    }
+
+    /// [`Summary::merge`] of the clients' `parts`, each crash with the length of its file in
+    /// `out`.
+    fn merge_parts(out: &OutputDir, parts: &[Summary]) -> Option<Summary> {
+        let mut merged = Self::merge(parts)?;
         for crash in &mut merged.crashes {
             if let Ok(meta) = std::fs::metadata(out.root().join(&crash.input)) {
                 crash.len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
@@ -298,24 +304,19 @@ impl Reporter {
                     .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
             }
         }
-        let summary = if self.client == Client::ALONE {
-            own.clone()
+        // Each client's own summary, read once per report in a multi-core run.
+        let parts = if self.client == Client::ALONE {
+            Vec::new()
         } else {
             let name = format!("clients/{}.json", self.client.index);
             self.out
                 .write_summary_to(std::path::Path::new(&name), &own)?;
-            Summary::merge_clients(&self.out, self.client.count).unwrap_or_else(|| own.clone())
+            Summary::client_parts(&self.out, self.client.count)
         };
+        let summary = Summary::merge_parts(&self.out, &parts).unwrap_or_else(|| own.clone());
         self.out.write_summary(&summary)?;
         if self.client.is_first() && self.records.series {
-            let clients: Vec<_> = if self.client.count > 1 {
-                Summary::client_parts(&self.out, self.client.count)
-                    .iter()
-                    .map(Summary::point)
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let clients: Vec<_> = parts.iter().map(Summary::point).collect();
             let offset = state
                 .metadata::<crate::stats::SeriesOffset>()
                 .copied()

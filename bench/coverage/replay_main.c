@@ -20,7 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 int __llvm_profile_write_file(void);
 
-static volatile long current_input = -1;
 static int progress_fd = -1;
 
 // Records that input `index` is about to run (8 bytes at offset 0: one pwrite, no allocation).
@@ -28,24 +27,9 @@ static void note_progress(long index) {
   if (progress_fd >= 0) (void)!pwrite(progress_fd, &index, sizeof index, 0);
 }
 
-static void write_number(long n) {
-  char digits[24];
-  int i = sizeof digits;
-  if (n < 0) n = 0;
-  do {
-    digits[--i] = (char)('0' + n % 10);
-    n /= 10;
-  } while (n > 0 && i > 0);
-  (void)!write(2, digits + i, sizeof digits - i);
-}
-
 static void on_fault(int sig) {
   (void)sig;
   __llvm_profile_write_file();
-  static const char prefix[] = "\nreplay: stopped at ";
-  (void)!write(2, prefix, sizeof prefix - 1);
-  write_number(current_input);
-  (void)!write(2, "\n", 1);
   _exit(77);
 }
 
@@ -103,7 +87,6 @@ int main(int argc, char **argv) {
     uint8_t *copy = malloc(size ? size : 1);
     if (!copy) return 2;
     memcpy(copy, buffer, size);
-    current_input = index;
     note_progress(index);
     alarm(timeout);
     LLVMFuzzerTestOneInput(copy, size);

@@ -89,7 +89,6 @@ impl OutputDir {
             artifacts: None,
             mirror: None,
         };
-        out.remove_stale_temporaries();
         // Fail now, not at the first crash, if the directory is not writable.
         out.write_atomic(Path::new(".labelfuzz-write-test"), b"")?;
         let probe = root.join(".labelfuzz-write-test");
@@ -258,14 +257,17 @@ impl OutputDir {
         let dir = self.root.join("corpus");
         let mut wanted = BTreeSet::new();
         let mut written = 0;
+        let mut held = self
+            .mirror
+            .as_ref()
+            .map(|(_, held)| held.lock().unwrap_or_else(|e| e.into_inner()));
         for input in inputs {
             let name = short_digest(input);
             if !dir.join(&name).exists() {
                 self.write_atomic(&Path::new("corpus").join(&name), input)?;
                 written += 1;
             }
-            if let Some((mirror, held)) = &self.mirror {
-                let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+            if let (Some((mirror, _)), Some(held)) = (&self.mirror, held.as_mut()) {
                 if held.insert(name.clone()) {
                     atomic_write(&mirror.join(&name), input)?;
                 }

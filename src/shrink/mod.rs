@@ -170,29 +170,10 @@ impl<'a, T: Element> Shrinker<'a, T> {
         }
     }
 
-    /// The simplest accepted sequence so far.
-    #[must_use]
-    pub fn current(&self) -> &[T] {
-        &self.current
-    }
-
     /// The simplest accepted sequence.
     #[must_use]
     pub fn into_current(self) -> Vec<T> {
         self.current
-    }
-
-    /// True once the judge said stop.
-    #[must_use]
-    pub fn is_stopped(&self) -> bool {
-        self.stopped
-    }
-
-    /// Offers `candidate`; true when it (or its rewrite) became current.
-    pub fn offer(&mut self, candidate: &[T]) -> bool {
-        self.candidate.clear();
-        self.candidate.extend_from_slice(candidate);
-        self.offer_buffer()
     }
 
     /// Offers the candidate in `self.candidate` (reused: no allocation per candidate).

@@ -96,19 +96,7 @@ fn run_libfuzzer(
     let _ = std::fs::write(work.join("log.txt"), log.as_bytes());
     // Executed units over wall time, for both modes: libFuzzer's own exec/s is 0 in fork mode
     // and after an early crash.
-    let units = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
-        .filter_map(|v| v.trim().parse::<f64>().ok())
-        .next_back()
-        .or_else(|| {
-            log.lines()
-                .filter_map(|l| l.strip_prefix('#'))
-                .filter_map(|l| l.split([':', '\t', ' ']).next())
-                .filter_map(|v| v.parse::<f64>().ok())
-                .next_back()
-        })
-        .unwrap_or(0.0);
+    let units = crate::fuzzers::libfuzzer_units(&log) as f64;
     let execs_per_sec = units / wall;
     let (mut corpus_entries, mut corpus_bytes) = (0, 0);
     for entry in std::fs::read_dir(&corpus).expect("corpus").flatten() {

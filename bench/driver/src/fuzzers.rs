@@ -126,7 +126,8 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
         if fuzzer != Fuzzer::Libfuzzer {
             break;
         }
-        libfuzzer_execs += libfuzzer_units(&work.join(format!("log-{restarts}.txt")));
+        let log = std::fs::read(work.join(format!("log-{restarts}.txt"))).unwrap_or_default();
+        libfuzzer_execs += libfuzzer_units(&String::from_utf8_lossy(&log));
         restarts += 1;
     }
     let wall = started.elapsed().as_secs_f64();
@@ -343,14 +344,13 @@ impl Snapshots {
 }
 
 /// Executions libFuzzer reports in one log (its final stats, or its last status line).
-fn libfuzzer_units(log: &Path) -> u64 {
-    let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
-    text.lines()
+pub fn libfuzzer_units(log: &str) -> u64 {
+    log.lines()
         .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
         .filter_map(|v| v.trim().parse().ok())
         .next_back()
         .or_else(|| {
-            text.lines()
+            log.lines()
                 .filter_map(|l| l.strip_prefix('#'))
                 .filter_map(|l| l.split([':', '\t', ' ']).next())
                 .filter_map(|v| v.parse().ok())
