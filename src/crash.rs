@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use libafl::executors::ExitKind;
 use libafl::observers::Observer;
@@ -80,7 +79,7 @@ thread_local! {
 pub fn install_panic_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
-        if IN_TARGET.load(Ordering::Relaxed) {
+        if crate::signals::target_running() {
             let location = info
                 .location()
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
@@ -112,12 +111,8 @@ pub fn install_panic_hook() {
     }));
 }
 
-/// True while the target runs (panics outside it are the fuzzer's own). A plain atomic, not a
-/// thread-local: it is read from the exit guard, when thread-locals may be gone.
-static IN_TARGET: AtomicBool = AtomicBool::new(false);
-
 extern "C" fn exit_guard() {
-    if IN_TARGET.load(Ordering::Relaxed) {
+    if crate::signals::target_running() {
         crate::signals::note_abort(&crate::signals::AbortCause::Exit);
         // SAFETY: abort never returns; it raises SIGABRT, which LibAFL's handler turns into a
         // saved reproducer and a restart instead of the end of the run.
@@ -134,19 +129,12 @@ pub fn install_exit_guard() {
     }
 }
 
-/// Whether the target is running now (read by the memory watcher).
-#[must_use]
-pub fn in_target() -> bool {
-    IN_TARGET.load(Ordering::Relaxed)
-}
-
 /// Runs the target on `data`, catching a panic as [`ExitKind::Crash`].
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
     let entry_marker = 0u8;
     crate::signals::mark_target_entry(std::hint::black_box(&raw const entry_marker) as usize);
-    IN_TARGET.store(true, Ordering::Relaxed);
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
-    IN_TARGET.store(false, Ordering::Relaxed);
+    crate::signals::mark_target_exit();
     match outcome {
         Ok(()) => ExitKind::Ok,
         Err(_payload) => ExitKind::Crash,

@@ -43,17 +43,23 @@ pub fn start_watch(limit_mb: usize) {
     let fuzzing_thread = unsafe { libc::pthread_self() };
     let spawned = std::thread::Builder::new()
         .name("labelfuzz-rss".into())
-        .spawn(move || loop {
-            std::thread::sleep(POLL);
-            let rss = resident_mb();
-            PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
-            if limit_mb > 0 && rss > limit_mb && crate::crash::in_target() {
-                crate::signals::note_abort(&crate::signals::AbortCause::OutOfMemory);
-                // SAFETY: the fuzzing thread lives as long as the process; SIGABRT reaches
-                // LibAFL's crash handler on that thread, which saves the input.
-                unsafe { libc::pthread_kill(fuzzing_thread, libc::SIGABRT) };
-                // The process is about to restart; do not signal twice.
-                std::thread::sleep(Duration::from_secs(1));
+        .spawn(move || {
+            // Saving the reproducer can take longer than a poll on a loaded machine, with the
+            // memory still held: one interrupt per execution, never a second into the handler.
+            let mut interrupted = None;
+            loop {
+                std::thread::sleep(POLL);
+                let rss = resident_mb();
+                PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
+                let execution = crate::signals::target_entries();
+                if limit_mb > 0
+                    && rss > limit_mb
+                    && crate::signals::target_running()
+                    && interrupted != Some(execution)
+                {
+                    interrupted = Some(execution);
+                    crate::signals::interrupt_for_memory(fuzzing_thread);
+                }
             }
         });
     if let Err(e) = spawned {

@@ -10,7 +10,7 @@ mod sanitizer;
 mod site;
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
@@ -91,6 +91,12 @@ pub enum AbortCause {
 }
 
 /// The cause of an abort labelfuzz itself is about to raise (0: none, see [`note_abort`]).
+/// Set from the target's entry to its return.
+static TARGET_RUNNING: AtomicBool = AtomicBool::new(false);
+/// Counts the target's entries (see [`target_entries`]).
+static TARGET_ENTRIES: AtomicU64 = AtomicU64::new(0);
+/// Set while this process handles a crash signal (the handler ends the process).
+static HANDLING_CRASH: AtomicBool = AtomicBool::new(false);
 pub(super) static NOTED_ABORT: AtomicU8 = AtomicU8::new(0);
 pub(super) const NOTED_EXIT: u8 = 1;
 pub(super) const NOTED_OUT_OF_MEMORY: u8 = 2;
@@ -158,6 +164,55 @@ pub fn install() {
 /// calling function. Only frames below it (called by the target) make a crash site.
 pub fn mark_target_entry(frame_address: usize) {
     TARGET_ENTRY.store(frame_address, Ordering::Relaxed);
+    TARGET_ENTRIES.fetch_add(1, Ordering::Relaxed);
+    TARGET_RUNNING.store(true, Ordering::SeqCst);
+}
+
+/// Marks that the target returned (or unwound) to the fuzzer.
+pub fn mark_target_exit() {
+    TARGET_RUNNING.store(false, Ordering::SeqCst);
+}
+
+/// Whether the target is running now. A plain atomic, readable from signal handlers, the exit
+/// guard and the memory watcher's thread.
+#[must_use]
+pub fn target_running() -> bool {
+    TARGET_RUNNING.load(Ordering::SeqCst)
+}
+
+/// How many times the target was entered in this process: names one execution, so that the
+/// memory watcher interrupts each at most once.
+#[must_use]
+pub fn target_entries() -> u64 {
+    TARGET_ENTRIES.load(Ordering::Relaxed)
+}
+
+/// Interrupts the target's thread because it went over the memory limit: notes the cause, then
+/// sends SIGABRT, which LibAFL's handler turns into a saved `oom` reproducer and a restart.
+///
+/// Does nothing while a crash is being saved: naming that crash takes memory of its own (reading
+/// debug information), which is the fuzzer's, not the target's.
+pub fn interrupt_for_memory(thread: libc::pthread_t) {
+    if HANDLING_CRASH.load(Ordering::SeqCst) {
+        return;
+    }
+    note_abort(&AbortCause::OutOfMemory);
+    // SAFETY: the caller passes a thread that lives as long as the process.
+    unsafe { libc::pthread_kill(thread, libc::SIGABRT) };
+}
+
+/// Whether `info` describes a SIGABRT this process sent to itself for the memory limit.
+unsafe fn is_memory_interrupt(signal: libc::c_int, info: *const libc::siginfo_t) -> bool {
+    if signal != libc::SIGABRT || info.is_null() {
+        return false;
+    }
+    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers; `si_pid` is meaningful
+    // for SI_TKILL, which is what pthread_kill sends.
+    unsafe {
+        (*info).si_code == libc::SI_TKILL
+            && (*info).si_pid() == libc::getpid()
+            && NOTED_ABORT.load(Ordering::SeqCst) == NOTED_OUT_OF_MEMORY
+    }
 }
 
 /// Forgets the last signal (before each execution).
@@ -241,6 +296,18 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
     // SAFETY: runs as a signal handler; it only reads the context, walks the stack without
     // allocating and stores to atomics, then hands over to the previous handler.
     unsafe {
+        // The memory watcher's signal can arrive late: after the target returned (the execution
+        // it meant is over), or while a crash is being saved. Handing it on would make LibAFL
+        // save the wrong input, or take it for a crash inside its own handler and end the run.
+        if is_memory_interrupt(signal, info)
+            && (!target_running() || HANDLING_CRASH.load(Ordering::SeqCst))
+        {
+            if !target_running() {
+                NOTED_ABORT.store(0, Ordering::SeqCst);
+            }
+            return;
+        }
+        HANDLING_CRASH.store(true, Ordering::SeqCst);
         let (pc, sp) = interrupted_pc_sp(context);
         let fault = if info.is_null() {
             0
@@ -305,5 +372,6 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
                 libc::raise(signal);
             }
         }
+        HANDLING_CRASH.store(false, Ordering::SeqCst);
     }
 }
