@@ -4,7 +4,8 @@
 # Every crate compiled for the target is instrumented (scripts/rustc-sancov), as cargo-fuzz
 # does, except the fuzzing engine: labelfuzz, LibAFL and the crates only they depend on.
 # LABELFUZZ_INSTRUMENT=crate_a,crate_b narrows instrumentation to those crates and the local
-# path crates. Fuzz builds share target directories under target/ apart from ordinary builds:
+# path crates. LABELFUZZ_BIN=NAME builds only that binary of the crate; LABELFUZZ_CARGO_CONFIG
+# is one `--config` value for cargo (cargo labelfuzz patches libfuzzer-sys with it). Fuzz builds share target directories under target/ apart from ordinary builds:
 # the instrumenting RUSTC_WRAPPER changes every crate's fingerprint.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,8 +22,13 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg labelfuzz_sancov_$wrapper_version"
 # apart from the target's crates: only the latter see RUSTFLAGS and get instrumented.
 host="$(rustc -vV | sed -n 's/^host: //p')"
 
+cargo_config=()
+if [ -n "${LABELFUZZ_CARGO_CONFIG:-}" ]; then cargo_config=(--config "$LABELFUZZ_CARGO_CONFIG"); fi
+bin=()
+if [ -n "${LABELFUZZ_BIN:-}" ]; then bin=(--bin "$LABELFUZZ_BIN"); fi
+
 # The engine's crates: labelfuzz's dependencies that the target does not use itself.
-crate_list() { (cd "$crate" && cargo tree -q -e normal,no-proc-macro --prefix none -f '{lib}' "$@") | sort -u; }
+crate_list() { (cd "$crate" && cargo "${cargo_config[@]}" tree -q -e normal,no-proc-macro --prefix none -f '{lib}' "$@") | sort -u; }
 if ! engine_all="$(crate_list -p labelfuzz)"; then
   echo "build-fuzzer: $crate does not depend on labelfuzz (cargo tree -p labelfuzz failed)" >&2
   exit 2
@@ -40,7 +46,7 @@ if [ -n "${LABELFUZZ_INSTRUMENT:-}" ] && [ "$LABELFUZZ_INSTRUMENT" != all ]; the
   suffix="$suffix-$(printf '%s' "$LABELFUZZ_INSTRUMENT" | tr -c 'A-Za-z0-9_' '_')"
 fi
 export CARGO_TARGET_DIR="${LABELFUZZ_TARGET_DIR:-$root/target/fuzz$suffix}"
-json="$(cd "$crate" && cargo build --release -j2 --target "$host" --message-format=json-render-diagnostics)"
+json="$(cd "$crate" && cargo "${cargo_config[@]}" build --release -j2 --target "$host" "${bin[@]}" --message-format=json-render-diagnostics)"
 exe="$(printf '%s\n' "$json" | grep '"executable":"' | grep -v '"executable":null' \
   | sed -e 's/.*"executable":"\([^"]*\)".*/\1/' | tail -n 1)"
 if [ -z "$exe" ]; then

@@ -133,6 +133,7 @@ pub fn install_exit_guard() {
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
     let entry_marker = 0u8;
     crate::signals::mark_target_entry(std::hint::black_box(&raw const entry_marker) as usize);
+    let _ = crate::reject::take_rejected();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     crate::signals::mark_target_exit();
     match outcome {

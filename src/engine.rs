@@ -203,7 +203,7 @@ fn fuzz_until_done<EM: ClientManager>(
         Considerer::new(crash.clone(), config.limits.clone()).with_grammar(config.grammar.clone())
     };
     let mut considerer = considerer_for(&crash_handle);
-    // The empty input first, then the inputs given, what an earlier run in this output
+    // The empty input first (unless only given inputs are run), then the inputs given, what an earlier run in this output
     // directory left, and the seeds. The cursor lives in the state and moves before each input
     // runs, so an input that kills the process is not run again after the restart.
     let empty = crate::output::PreviousRun::default();
@@ -219,7 +219,9 @@ fn fuzz_until_done<EM: ClientManager>(
             out.root().display()
         );
     }
+    // A replay or merge runs only the inputs it was given: the empty input is not one of them.
     let start_inputs = std::iter::once((Vec::new(), Start::Consider))
+        .filter(|_| !config.replay)
         .chain(given.iter().map(|i| (i.clone(), Start::Consider)))
         .chain(previous.crashes.iter().map(|i| (i.clone(), Start::Run)))
         .chain(previous.corpus.iter().map(|i| (i.clone(), Start::Run)))
@@ -275,21 +277,46 @@ fn fuzz_until_done<EM: ClientManager>(
         config.cmplog,
         config.max_len,
     ));
+    let mut expand = ExpandStage::new(considerer, config.max_len);
+    // Expansion needs a label to start from. None means that every input so far failed before
+    // reaching an edge, or was rejected by the harness. A failing empty input leaves nothing to
+    // do (its crash is saved); a rejected one is expanded until some input shows a label.
+    let no_labels = |state: &State| {
+        state
+            .metadata::<LabelTable>()
+            .map_or(true, |t| t.label_count() == 0)
+    };
+    if no_labels(&state) && !config.replay && !config.reduce {
+        let empty_fails = state
+            .metadata::<crate::crashes::CrashTable>()
+            .is_ok_and(|crashes| crashes.records().any(|record| record.len == 0));
+        let mut first_pass = true;
+        while !empty_fails
+            && no_labels(&state)
+            && !state.stop_requested()
+            && !config.limits.past_deadline(&state)
+            && !crate::interrupt::requested()
+        {
+            let mut run = Run {
+                fuzzer: &mut fuzzer,
+                executor: &mut executor,
+                state: &mut state,
+                manager,
+            };
+            expand.expand_empty(&mut run, first_pass)?;
+            first_pass = false;
+        }
+    }
+    if no_labels(&state) {
+        state.request_stop();
+    }
     let mut stages = tuple_list!(
         CrashShrinkStage::new(considerer_for(&crash_handle)),
-        ExpandStage::new(considerer, config.max_len),
+        expand,
         havoc,
         cmplog,
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
-    // Expansion needs a label to start from. None can only mean that every input so far failed
-    // before reaching an edge (the empty input crashes): the crash is saved, nothing is left to do.
-    let no_labels = state
-        .metadata::<LabelTable>()
-        .map_or(true, |t| t.label_count() == 0);
-    if no_labels {
-        state.request_stop();
-    }
     loop {
         // A target that crashes often restarts this process often: check the deadline at every
         // scheduling point, not only every few hundred executions.

@@ -92,7 +92,8 @@ where
     ) -> Result<bool, Error> {
         self.labels.clear();
         // A failing run's coverage stops at the failure: it belongs to the crash, not the corpus.
-        if *exit_kind != ExitKind::Ok {
+        // An input the harness rejected is no label's best either.
+        if crate::reject::take_rejected() || *exit_kind != ExitKind::Ok {
             return Ok(false);
         }
         let edges = observers

@@ -55,6 +55,7 @@ pub mod memory;
 pub mod mutators;
 pub mod order;
 pub mod output;
+pub mod reject;
 pub mod report;
 pub mod scheduler;
 pub mod seen;
@@ -72,6 +73,7 @@ pub use labels::EdgesObserver;
 pub use labels::Label;
 pub use launch::{fuzz, Outcome};
 pub use order::{is_simpler, shortlex, Simplicity};
+pub use reject::reject_input;
 pub use report::Summary;
 pub use table::LabelTable;
 

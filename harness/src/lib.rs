@@ -21,11 +21,10 @@ pub extern "C" fn libafl_main() {
         libafl_targets::libfuzzer_initialize(&args);
     }
     labelfuzz::main_for_target(|data: &[u8]| {
-        // SAFETY: the harness reads `data.len()` bytes from a live slice. libFuzzer's only other
-        // return value, -1 ("do not add to the corpus"), has no meaning for a best-per-label
-        // corpus: an input stays only while it is the simplest for some label.
-        unsafe {
-            libafl_targets::libfuzzer_test_one_input(data);
+        // SAFETY: the harness reads `data.len()` bytes from a live slice. libFuzzer's other
+        // return value, -1, asks that the input never enter the corpus.
+        if unsafe { libafl_targets::libfuzzer_test_one_input(data) } == -1 {
+            labelfuzz::reject_input();
         }
     })
 }

@@ -116,6 +116,12 @@ pub struct Options {
     #[arg(long)]
     pub merge: bool,
 
+    /// Add new corpus inputs to the first corpus directory even with -o (what libFuzzer does
+    /// without it): a cargo-fuzz or OSS-Fuzz corpus directory keeps growing while labelfuzz's
+    /// own state stays in -o.
+    #[arg(long)]
+    pub grow_corpus: bool,
+
     /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
     /// an LLMP broker; libFuzzer's `-jobs=N` means `--cores 0-(N-1)`. Default: one process.
     #[arg(long, value_name = "LIST", value_parser = crate::config::parse_cores)]
@@ -199,7 +205,8 @@ impl Options {
     /// is no `-o` and the run fuzzes (not only runs files, not `reduce`).
     fn libfuzzer_corpus(&self) -> Option<PathBuf> {
         let first = self.corpus.first()?;
-        let grows = self.merge || (self.output.is_none() && !self.replay && !self.reduce);
+        let grows = self.merge
+            || ((self.output.is_none() || self.grow_corpus) && !self.replay && !self.reduce);
         (grows && first.is_dir()).then(|| first.clone())
     }
 
@@ -253,7 +260,11 @@ impl Options {
                 (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),
                 (None, Some(prefix)) => Some(crate::output::Artifacts::Prefix(prefix.clone())),
                 // libFuzzer writes reproducers to the current directory.
-                (None, None) if self.libfuzzer_corpus().is_some() && !self.merge => {
+                (None, None)
+                    if self.output.is_none()
+                        && self.libfuzzer_corpus().is_some()
+                        && !self.merge =>
+                {
                     Some(crate::output::Artifacts::Prefix(String::new()))
                 }
                 (None, None) => None,

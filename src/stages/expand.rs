@@ -30,6 +30,59 @@ impl ExpandStage {
     }
 }
 
+impl ExpandStage {
+    /// Tries the expansions of `self.base` until one improves a label (all single-byte ones
+    /// too unless `bytes_tried`); true if one did.
+    fn expand_base<E, EM, S, Z>(
+        &mut self,
+        run: &mut Run<'_, E, EM, S, Z>,
+        bytes_tried: bool,
+    ) -> Result<bool, Error>
+    where
+        E: ObservedExecutor,
+        S: FuzzState,
+        Z: RunFuzzer<E, EM, S>,
+    {
+        let mut expansions = if bytes_tried {
+            Expansions::random_only(self.max_len)
+        } else {
+            Expansions::new(self.max_len)
+        };
+        while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
+            let improved =
+                self.considerer
+                    .consider(run, &self.candidate, expansions.last_was_random())?;
+            if improved {
+                return Ok(true);
+            }
+            if run.state.stop_requested() {
+                break;
+            }
+        }
+        Ok(false)
+    }
+
+    /// Expands the empty input, which is in no label's corpus entry when the harness rejects
+    /// it (libFuzzer's -1, `Corpus::Reject`): until some input shows a label, the run grows
+    /// from there. One pass: true if a label appeared.
+    ///
+    /// # Errors
+    /// When an execution fails in LibAFL.
+    pub fn expand_empty<E, EM, S, Z>(
+        &mut self,
+        run: &mut Run<'_, E, EM, S, Z>,
+        first_pass: bool,
+    ) -> Result<bool, Error>
+    where
+        E: ObservedExecutor,
+        S: FuzzState,
+        Z: RunFuzzer<E, EM, S>,
+    {
+        self.base.clear();
+        self.expand_base(run, !first_pass)
+    }
+}
+
 impl<E, EM, S, Z> Stage<E, EM, S, Z> for ExpandStage
 where
     E: ObservedExecutor,
@@ -44,31 +97,14 @@ where
         manager: &mut EM,
     ) -> Result<(), Error> {
         let bytes_tried = load_current_into(state, &mut self.base)?;
-        let mut expansions = if bytes_tried {
-            Expansions::random_only(self.max_len)
-        } else {
-            Expansions::new(self.max_len)
-        };
-        let mut improved = false;
         let mut run = Run {
             fuzzer,
             executor,
             state,
             manager,
         };
-        while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
-            improved = self.considerer.consider(
-                &mut run,
-                &self.candidate,
-                expansions.last_was_random(),
-            )?;
-            if improved || run.state.stop_requested() {
-                break;
-            }
-        }
+        let improved = self.expand_base(&mut run, bytes_tried)?;
         if !improved && !bytes_tried && !state.stop_requested() {
-            // The testcase may have been evicted by a shrink meanwhile: then there is no one
-            // left to remember it for.
             if let Ok(mut testcase) = state.current_testcase_mut() {
                 testcase.add_metadata(ByteExpansionsTried);
             }

@@ -1,0 +1,223 @@
+//! `cargo labelfuzz`: runs an existing cargo-fuzz project with labelfuzz, without editing it.
+//!
+//! The project's `fuzz/` crate is built unmodified: cargo's `--config` patches crates.io's
+//! `libfuzzer-sys` with labelfuzz's stand-in (`compat/libfuzzer-sys`), which provides the same
+//! `fuzz_target!` and a `main` that runs labelfuzz. Every crate but the engine gets
+//! SanitizerCoverage, `--cfg fuzzing`, debug assertions and overflow checks, as with cargo-fuzz.
+
+mod build;
+mod commands;
+mod project;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// What went wrong, worded for the user, with the exit status it maps to.
+#[derive(Debug)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// An I/O failure on `path` while doing `what`.
+    pub fn io(what: &str, path: &std::path::Path, e: &std::io::Error) -> Self {
+        Self::new(format!("cannot {what} {}: {e}", path.display()))
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Cargo runs `cargo-labelfuzz labelfuzz ARGS`: the first argument names the subcommand.
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo")]
+enum Cargo {
+    /// Fuzz a cargo-fuzz project with labelfuzz.
+    #[command(version, name = "labelfuzz")]
+    Labelfuzz(Cli),
+}
+
+#[derive(Args, Debug)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the fuzz crate is: `--fuzz-dir`, or `fuzz/` in this directory or a parent.
+#[derive(Args, Debug, Clone)]
+pub struct Location {
+    /// The cargo-fuzz crate (default: the nearest `fuzz/` directory with a Cargo.toml).
+    #[arg(long, value_name = "DIR", global = true)]
+    fuzz_dir: Option<PathBuf>,
+}
+
+/// How to build a fuzz target.
+#[derive(Args, Debug, Clone)]
+pub struct BuildOptions {
+    /// `none` (default) or `address`: AddressSanitizer for Rust, which needs a nightly
+    /// toolchain (`rustup toolchain install nightly`).
+    #[arg(long, short = 's', value_name = "SANITIZER", default_value = "none")]
+    sanitizer: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the fuzz targets.
+    List(Location),
+    /// Create `fuzz/` with one target, as `cargo fuzz init` does.
+    Init {
+        #[command(flatten)]
+        location: Location,
+        /// The first target's name.
+        #[arg(long, short = 't', default_value = "fuzz_target_1")]
+        target: String,
+    },
+    /// Add a new fuzz target to `fuzz/`.
+    Add {
+        #[command(flatten)]
+        location: Location,
+        /// The new target's name.
+        target: String,
+    },
+    /// Build one fuzz target, or all of them.
+    Build {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target (default: every target).
+        target: Option<String>,
+    },
+    /// Fuzz a target. Corpus in `fuzz/corpus/TARGET/` (grown in place), reproducers in
+    /// `fuzz/artifacts/TARGET/`, labelfuzz's own state in `fuzz/labelfuzz/TARGET/`.
+    Run {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target.
+        target: String,
+        /// Corpus directories (default `fuzz/corpus/TARGET`).
+        corpus: Vec<PathBuf>,
+        /// Flags for the fuzzer after `--`: labelfuzz's or libFuzzer's (`-runs=N`, `-dict=F`, ...).
+        #[arg(last = true)]
+        fuzzer_args: Vec<OsString>,
+    },
+    /// Shrink a crashing input to the smallest one that still fails the same way.
+    Tmin {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target.
+        target: String,
+        /// The crashing input.
+        file: PathBuf,
+    },
+    /// Minimize a corpus in place: keep the simplest input of every label.
+    Cmin {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target.
+        target: String,
+        /// The corpus (default `fuzz/corpus/TARGET`).
+        corpus: Option<PathBuf>,
+    },
+    /// Print an input as the target sees it (its `Debug` form for an `Arbitrary` target).
+    Fmt {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target.
+        target: String,
+        /// The input file.
+        file: PathBuf,
+    },
+}
+
+fn run(command: Command) -> Result<ExitCode, Error> {
+    match command {
+        Command::List(location) => {
+            for target in project::FuzzProject::find(&location)?.targets()? {
+                println!("{target}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Init { location, target } => {
+            project::init(&location, &target)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Add { location, target } => {
+            project::FuzzProject::find(&location)?.add_target(&target)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Build {
+            location,
+            build,
+            target,
+        } => {
+            let project = project::FuzzProject::find(&location)?;
+            let targets = match target {
+                Some(target) => vec![target],
+                None => project.targets()?,
+            };
+            for target in targets {
+                let exe = build::build(&project, &target, &build)?;
+                println!("{}", exe.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            location,
+            build,
+            target,
+            corpus,
+            fuzzer_args,
+        } => commands::run(&location, &build, &target, corpus, &fuzzer_args),
+        Command::Tmin {
+            location,
+            build,
+            target,
+            file,
+        } => commands::tmin(&location, &build, &target, &file),
+        Command::Cmin {
+            location,
+            build,
+            target,
+            corpus,
+        } => commands::cmin(&location, &build, &target, corpus),
+        Command::Fmt {
+            location,
+            build,
+            target,
+            file,
+        } => commands::fmt(&location, &build, &target, &file),
+    }
+}
+
+fn main() -> ExitCode {
+    let Cargo::Labelfuzz(cli) = Cargo::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("cargo labelfuzz: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
