@@ -7,7 +7,6 @@
 //! `cargo fuzz fmt` relies on. Only the engine differs: the program's `main` comes from here and
 //! runs labelfuzz's command line (which also takes libFuzzer's flags).
 
-use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
 
 pub use arbitrary;
@@ -81,7 +80,10 @@ extern "Rust" {
 /// Called by the C runtime with the process's arguments (read again through `std::env`).
 #[cfg(not(test))]
 #[no_mangle]
-pub unsafe extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+pub unsafe extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
     // SAFETY: both symbols are defined, with these signatures, by `fuzz_target!`.
     unsafe { __labelfuzz_sys_initialize() };
     labelfuzz::main_for_target(|bytes: &[u8]| {
