@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{crashes_by_input, labelfuzz_cc, root, run, scratch};
+use common::{checked, crashes_by_input, labelfuzz_cc, root, run, scratch};
 
 /// Builds `fuzzers/c_planted/<file>` with `labelfuzz-cc -O1 <flags>` into `dir`; returns the
 /// fuzzer.
@@ -408,4 +408,55 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
         stderr.contains("`<start>` uses `<x>`, which is not defined"),
         "{stderr}"
     );
+}
+
+#[test]
+fn an_oss_fuzz_build_script_builds_a_libraries_shipped_harnesses_with_labelfuzz() {
+    // lz4 ships its OSS-Fuzz build (ossfuzz/ossfuzz.sh: `make` with $CC, $CFLAGS and
+    // $LIB_FUZZING_ENGINE); it runs unchanged with labelfuzz's compilers in OSS-Fuzz's
+    // environment.
+    let dir = scratch("oss-fuzz-lz4");
+    let sources = checked(
+        Command::new("bash")
+            .arg("-c")
+            .arg("NATIVE_TARGET=oss-fuzz-lz4; source scripts/native.sh; registry_source lz4-sys"),
+        "finding lz4's sources",
+    );
+    let liblz4 = PathBuf::from(String::from_utf8_lossy(&sources.stdout).trim()).join("liblz4");
+    let project = dir.join("lz4");
+    checked(
+        Command::new("cp").arg("-r").arg(&liblz4).arg(&project),
+        "copying lz4",
+    );
+    let out = dir.join("out");
+    checked(
+        Command::new("bash")
+            .arg(root().join("scripts/oss-fuzz-build.sh"))
+            .arg(&project)
+            .arg(&out)
+            .arg(project.join("ossfuzz/ossfuzz.sh")),
+        "lz4's OSS-Fuzz build",
+    );
+    for fuzzer in [
+        "decompress_fuzzer",
+        "round_trip_fuzzer",
+        "compress_frame_fuzzer",
+    ] {
+        assert!(out.join(fuzzer).is_file(), "{fuzzer} was built");
+    }
+    let state = dir.join("state");
+    let result = run(
+        &out.join("decompress_fuzzer"),
+        &["-runs=50000", "-seed=1", "-o", state.to_str().unwrap()],
+    );
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    // The library itself is instrumented (its CFLAGS carry -fsanitize=fuzzer-no-link): the
+    // harness alone has a few dozen edges, LZ4's decoder hundreds.
+    let edges = common::summary(&state)["edges"].as_u64().unwrap_or(0);
+    assert!(edges >= 150, "{edges} edges");
 }

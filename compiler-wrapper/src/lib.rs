@@ -204,6 +204,11 @@ impl Invocation {
                 }
                 continue;
             }
+            // OSS-Fuzz's older spelling of the engine: a library named on the link line.
+            if arg == "-lFuzzingEngine" {
+                fuzzer = FuzzerRequest::Link;
+                continue;
+            }
             kept.push(arg.clone());
             match arg.as_str() {
                 "-c" | "-S" | "-E" | "-M" | "-MM" => compiled = true,
@@ -481,6 +486,9 @@ mod tests {
         assert!(link.args.contains(&"-fsanitize=address".to_string()));
         assert!(!link.args.iter().any(|a| a.contains("fuzzer")));
 
+        let legacy = parse("h.cc -o f -lFuzzingEngine lib.a -lz");
+        assert_eq!(legacy.fuzzer, FuzzerRequest::Link);
+        assert!(!legacy.args.iter().any(|a| a == "-lFuzzingEngine"));
         let no_link = parse("-fsanitize=fuzzer-no-link -c lib.c");
         assert_eq!(no_link.fuzzer, FuzzerRequest::NoLink);
         assert_eq!(no_link.args, vec!["-c", "lib.c"]);
