@@ -33,6 +33,11 @@ pub struct Config {
     pub havoc: usize,
     /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
     pub cmplog: usize,
+    /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or
+    /// whitespace (a byte outside is mapped into it before the input runs).
+    pub only_ascii: bool,
+    /// The progress line's format.
+    pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.
     pub rss_limit_mb: usize,
     /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).

@@ -41,6 +41,30 @@ pub struct Considerer {
     scratch: BytesInput,
     /// In grammar mode, crash reproducers are shrunk with the grammar's reducer.
     grammar: Option<Arc<GrammarInputs>>,
+    /// Every considered input is first mapped to printable ASCII (`-only_ascii=1`).
+    only_ascii: bool,
+}
+
+/// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
+/// bit is dropped, and a control character other than whitespace becomes a space.
+#[must_use]
+pub fn to_ascii(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| {
+            let b = b & 0x7f;
+            if is_ascii_input_byte(b) {
+                b
+            } else {
+                b' '
+            }
+        })
+        .collect()
+}
+
+/// Whether `b` may appear in an `-only_ascii` input.
+fn is_ascii_input_byte(b: u8) -> bool {
+    b.is_ascii_graphic() || b == b' ' || (b'\t'..=b'\r').contains(&b)
 }
 
 impl Considerer {
@@ -52,7 +76,15 @@ impl Considerer {
             limits,
             scratch: BytesInput::new(Vec::new()),
             grammar: None,
+            only_ascii: false,
         }
+    }
+
+    /// Maps every input to printable ASCII before it runs (`-only_ascii=1`).
+    #[must_use]
+    pub fn with_only_ascii(mut self, only_ascii: bool) -> Self {
+        self.only_ascii = only_ascii;
+        self
     }
 
     /// Shrinks crash reproducers as choice sequences of `grammar` (grammar mode).
@@ -112,6 +144,13 @@ impl Considerer {
         S: RunState,
         Z: RunFuzzer<E, EM, S>,
     {
+        let mapped;
+        let bytes = if self.only_ascii && !bytes.iter().all(|&b| is_ascii_input_byte(b)) {
+            mapped = to_ascii(bytes);
+            &mapped[..]
+        } else {
+            bytes
+        };
         match self.evaluate(run, bytes, !fresh)? {
             Outcome::Nothing | Outcome::Stop => Ok(false),
             Outcome::Corpus => {
@@ -283,3 +322,17 @@ impl<E, EM, S, Z: Evaluator<E, EM, BytesInput, S>> RunFuzzer<E, EM, S> for Z {}
 pub trait ObservedExecutor: HasObservers<Observers: MatchName> {}
 
 impl<E: HasObservers<Observers: MatchName>> ObservedExecutor for E {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ascii_maps_every_byte_into_printable_text_and_whitespace() {
+        let all: Vec<u8> = (0..=255).collect();
+        let mapped = to_ascii(&all);
+        assert!(mapped.iter().all(|&b| is_ascii_input_byte(b)));
+        assert_eq!(to_ascii(b"Hello,\tworld\n"), b"Hello,\tworld\n");
+        assert_eq!(to_ascii(&[0x00, 0xc1, 0x7f]), b" A ");
+    }
+}

@@ -200,7 +200,10 @@ fn fuzz_until_done<EM: ClientManager>(
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
 
     let considerer_for = |crash: &libafl_bolts::tuples::Handle<CrashObserver>| {
-        Considerer::new(crash.clone(), config.limits.clone()).with_grammar(config.grammar.clone())
+        Considerer::new(crash.clone(), config.limits.clone())
+            .with_grammar(config.grammar.clone())
+            // Grammar inputs are choice sequences, not text: the grammar decides the bytes.
+            .with_only_ascii(config.only_ascii && config.grammar.is_none())
     };
     let mut considerer = considerer_for(&crash_handle);
     // The empty input first (unless only given inputs are run), then the inputs given, what an earlier run in this output
@@ -260,11 +263,13 @@ fn fuzz_until_done<EM: ClientManager>(
     }
 
     let only_runs_inputs = config.replay || config.reduce;
-    let reporter = Reporter::new(out.clone(), config.quiet, client).keeping(Records {
-        // A merge replays into the first corpus directory; other replays touch no corpus.
-        corpus: !only_runs_inputs || config.corpus_mirror.is_some(),
-        series: !only_runs_inputs,
-    });
+    let reporter = Reporter::new(out.clone(), config.quiet, client)
+        .with_progress(config.progress)
+        .keeping(Records {
+            // A merge replays into the first corpus directory; other replays touch no corpus.
+            corpus: !only_runs_inputs || config.corpus_mirror.is_some(),
+            series: !only_runs_inputs,
+        });
     let havoc = HavocStage::new(
         considerer_for(&crash_handle),
         havoc_mutator(&mut state, &config.dictionary),
@@ -332,5 +337,5 @@ fn fuzz_until_done<EM: ClientManager>(
             Err(e) => return Err(e.into()),
         }
     }
-    reporter.report(&state)
+    reporter.finish(&state)
 }

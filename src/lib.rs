@@ -55,6 +55,7 @@ pub mod memory;
 pub mod mutators;
 pub mod order;
 pub mod output;
+pub mod progress;
 pub mod reject;
 pub mod report;
 pub mod scheduler;

@@ -42,7 +42,7 @@ pub struct CrashSummary {
 }
 
 /// `summary.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Executions so far.
     pub executions: u64,
@@ -195,6 +195,7 @@ impl Client {
 pub struct Reporter {
     out: OutputDir,
     quiet: bool,
+    progress: crate::progress::Progress,
     client: Client,
     /// Whether `corpus/` follows the table and the time series grows: not when a run only
     /// replays or reduces inputs, which must leave an earlier campaign's records alone.
@@ -217,12 +218,20 @@ impl Reporter {
         Reporter {
             out,
             quiet,
+            progress: crate::progress::Progress::default(),
             client,
             records: Records {
                 corpus: true,
                 series: true,
             },
         }
+    }
+
+    /// Prints progress lines in `style`.
+    #[must_use]
+    pub fn with_progress(mut self, style: crate::progress::ProgressStyle) -> Self {
+        self.progress = crate::progress::Progress::new(style);
+        self
     }
 
     /// Keeps only `records` besides `summary.json`.
@@ -297,6 +306,22 @@ impl Reporter {
         &self,
         state: &S,
     ) -> Result<Summary, LabelfuzzError> {
+        self.report_at(state, crate::progress::Moment::Periodic)
+    }
+
+    /// The run's last report (libFuzzer-style progress ends with its `DONE` line).
+    pub fn finish<S: HasMetadata + HasExecutions + HasStartTime + HasImported>(
+        &self,
+        state: &S,
+    ) -> Result<Summary, LabelfuzzError> {
+        self.report_at(state, crate::progress::Moment::Final)
+    }
+
+    fn report_at<S: HasMetadata + HasExecutions + HasStartTime + HasImported>(
+        &self,
+        state: &S,
+        moment: crate::progress::Moment,
+    ) -> Result<Summary, LabelfuzzError> {
         let own = Self::summarize(state);
         if self.client.is_first() && self.records.corpus {
             if let Ok(table) = state.metadata::<LabelTable>() {
@@ -324,17 +349,7 @@ impl Reporter {
             crate::stats::append(&self.out, &summary.point(), &clients, offset)?;
         }
         if !self.quiet && self.client.is_first() {
-            eprintln!(
-                "#{:<10} {:>7.1}s  exec/s: {:<9.0} labels: {:<6} edges: {:<6} corpus: {}/{}b  crashes: {}",
-                summary.executions,
-                summary.elapsed_secs,
-                summary.execs_per_sec,
-                summary.labels,
-                summary.edges,
-                summary.corpus.entries,
-                summary.corpus.bytes,
-                summary.crashes.len()
-            );
+            eprintln!("{}", self.progress.lines(&summary, moment));
         }
         Ok(own)
     }

@@ -27,6 +27,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("exact_artifact_path", "--exact-artifact-path", Scale::Same),
     ("print_final_stats", "--print-final-stats", Scale::Switch),
     ("merge", "--merge", Scale::Switch),
+    ("only_ascii", "--only-ascii", Scale::Switch),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -64,7 +65,6 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "reduce_inputs",
     "reload",
     "report_slow_units",
-    "only_ascii",
     "print_pcs",
     "print_funcs",
     "print_corpus_stats",

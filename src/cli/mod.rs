@@ -69,6 +69,15 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub cmplog: usize,
 
+    /// Make only inputs of printable ASCII and whitespace (libFuzzer: -only_ascii=1).
+    #[arg(long)]
+    pub only_ascii: bool,
+
+    /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
+    /// parse them: cov is edges, ft is labels.
+    #[arg(long)]
+    pub libfuzzer_progress: bool,
+
     /// Memory limit in MiB: an execution that grows the process's resident memory past it is an
     /// `oom` crash (0: no limit).
     #[arg(long, value_name = "MB", default_value_t = 2048)]
@@ -235,6 +244,12 @@ impl Options {
                 self.stop_on_crash,
             ),
             havoc: self.havoc,
+            only_ascii: self.only_ascii,
+            progress: if self.libfuzzer_progress {
+                crate::progress::ProgressStyle::LibFuzzer
+            } else {
+                crate::progress::ProgressStyle::Labelfuzz
+            },
             cmplog: self.cmplog,
             rss_limit_mb: self.rss_limit_mb,
             replay: !self.reduce
