@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what labelfuzz needs on a fresh Debian machine that has only Rust and gcc:
 # cargo-make (from crates.io), clang-19/llvm-19/lld-19/libclang-rt-19-dev (from apt; the C
-# compiler wrapper and the libFuzzer baselines of the benchmark use them) and rustup's
+# compiler wrapper and the libFuzzer baselines of the benchmark use them; chromium, headless,
+# checks the HTML report in the tests) and rustup's
 # llvm-tools (the benchmark measures Rust targets' coverage with rustc's own llvm-cov). AFL++,
 # the benchmark's third fuzzer, is built from registry sources when the benchmark first needs it
 # (scripts/install-aflpp.sh). Idempotent: present tools are left alone.
@@ -13,7 +14,7 @@ as_root() {
 }
 
 missing_debs=()
-for pkg in clang-19 llvm-19-dev lld-19 libclang-rt-19-dev; do
+for pkg in clang-19 llvm-19-dev lld-19 libclang-rt-19-dev chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing_debs+=("$pkg")
 done
 if [ ${#missing_debs[@]} -gt 0 ]; then

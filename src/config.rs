@@ -36,6 +36,8 @@ pub struct Config {
     /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or
     /// whitespace (a byte outside is mapped into it before the input runs).
     pub only_ascii: bool,
+    /// libFuzzer's `-close_fd_mask`: 1 silences the target's stdout, 2 its stderr, 3 both.
+    pub close_fd_mask: u8,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.

@@ -198,6 +198,9 @@ fn fuzz_until_done<EM: ClientManager>(
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
+    if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
+        crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
+    }
 
     let considerer_for = |crash: &libafl_bolts::tuples::Handle<CrashObserver>| {
         Considerer::new(crash.clone(), config.limits.clone())
@@ -217,7 +220,7 @@ fn fuzz_until_done<EM: ClientManager>(
     };
     let (resumed_crashes, resumed_corpus) = (previous.crashes.len(), previous.corpus.len());
     if !previous.corpus.is_empty() && !config.quiet {
-        eprintln!(
+        crate::say!(
             "labelfuzz: resuming from {}: {resumed_corpus} corpus inputs, {resumed_crashes} crash reproducers",
             out.root().display()
         );

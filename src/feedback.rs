@@ -176,7 +176,7 @@ where
         if let Err(e) = recorded {
             // Not an error returned to LibAFL: after a signal this runs inside its crash handler,
             // which cannot report one. Say where the crash is kept and stop the whole run.
-            eprintln!("labelfuzz: error: {e}");
+            crate::say!("labelfuzz: error: {e}");
             crate::interrupt::mark_failed();
             return Ok(false);
         }

@@ -40,6 +40,7 @@
 pub mod cli;
 pub mod config;
 pub mod consider;
+pub mod console;
 pub mod crash;
 pub mod crashes;
 pub mod dictionary;
@@ -48,6 +49,7 @@ pub mod error;
 pub mod feedback;
 pub mod grammar;
 pub mod guards;
+pub mod html_report;
 pub mod interrupt;
 pub mod labels;
 pub mod launch;

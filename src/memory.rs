@@ -63,7 +63,7 @@ pub fn start_watch(limit_mb: usize) {
             }
         });
     if let Err(e) = spawned {
-        eprintln!("labelfuzz: warning: no memory watcher ({e}); --rss-limit-mb is not enforced");
+        crate::say!("labelfuzz: warning: no memory watcher ({e}); --rss-limit-mb is not enforced");
     }
 }
 

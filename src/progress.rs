@@ -106,14 +106,17 @@ mod tests {
     use super::*;
 
     fn summary(executions: u64, labels: usize) -> Summary {
-        let mut summary = Summary::default();
-        summary.executions = executions;
-        summary.labels = labels;
-        summary.edges = 7;
-        summary.corpus.entries = 3;
-        summary.corpus.bytes = 20_000;
-        summary.peak_rss_mb = 31;
-        summary
+        Summary {
+            executions,
+            labels,
+            edges: 7,
+            corpus: crate::report::CorpusSize {
+                entries: 3,
+                bytes: 20_000,
+            },
+            peak_rss_mb: 31,
+            ..Summary::default()
+        }
     }
 
     #[test]

@@ -327,6 +327,8 @@ impl Reporter {
             if let Ok(table) = state.metadata::<LabelTable>() {
                 self.out
                     .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
+                self.out
+                    .write_corpus_index(table.entries().map(|e| (e.key.as_slice(), e.holds())))?;
             }
         }
         // Each client's own summary, read once per report in a multi-core run.
@@ -349,7 +351,7 @@ impl Reporter {
             crate::stats::append(&self.out, &summary.point(), &clients, offset)?;
         }
         if !self.quiet && self.client.is_first() {
-            eprintln!("{}", self.progress.lines(&summary, moment));
+            crate::say!("{}", self.progress.lines(&summary, moment));
         }
         Ok(own)
     }

@@ -25,6 +25,14 @@ pub struct Entry {
     holds: u32,
 }
 
+impl Entry {
+    /// How many labels this entry is currently best for.
+    #[must_use]
+    pub fn holds(&self) -> u32 {
+        self.holds
+    }
+}
+
 /// What [`LabelTable::record`] changed.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Recorded {

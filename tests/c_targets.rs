@@ -460,3 +460,83 @@ fn an_oss_fuzz_build_script_builds_a_libraries_shipped_harnesses_with_labelfuzz(
     let edges = common::summary(&state)["edges"].as_u64().unwrap_or(0);
     assert!(edges >= 150, "{edges} edges");
 }
+
+/// Runs `fuzzer` with `args` (progress lines on: no `-q`).
+fn run_loud(fuzzer: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(fuzzer)
+        .args(args)
+        .output()
+        .expect("the fuzzer starts")
+}
+
+#[test]
+fn libfuzzer_output_flags_silence_the_target_and_shape_the_progress_lines() {
+    let dir = scratch("c-noisy");
+    let fuzzer = build_planted(&dir, "noisy.c", &[]);
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_string();
+
+    // Without a mask the target's chatter is there; with -close_fd_mask=3 it is gone, and the
+    // fuzzer's own progress lines still reach stderr.
+    let noisy = run_loud(&fuzzer, &["-runs=2000", "-seed=1", "-o", &out("loud")]);
+    assert!(String::from_utf8_lossy(&noisy.stdout).contains("TARGET-STDOUT"));
+    assert!(String::from_utf8_lossy(&noisy.stderr).contains("TARGET-STDERR"));
+    let quiet = run_loud(
+        &fuzzer,
+        &[
+            "-runs=2000",
+            "-seed=1",
+            "-close_fd_mask=3",
+            "-o",
+            &out("silenced"),
+        ],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&quiet.stdout),
+        String::from_utf8_lossy(&quiet.stderr),
+    );
+    assert_eq!(quiet.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("TARGET-STDOUT"), "{stdout}");
+    assert!(!stderr.contains("TARGET-STDERR"), "{stderr}");
+    assert!(stderr.contains("labels:"), "progress lines stay: {stderr}");
+
+    // libFuzzer's progress format, and -only_ascii=1: no corpus input has a byte outside
+    // printable ASCII and whitespace, though the target rewards such bytes.
+    let ascii = run_loud(
+        &fuzzer,
+        &[
+            "-runs=20000",
+            "-seed=1",
+            "-only_ascii=1",
+            "-close_fd_mask=3",
+            "--libfuzzer-progress",
+            "-o",
+            &out("ascii"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&ascii.stderr);
+    assert!(stderr.contains("\tINITED cov: "), "{stderr}");
+    assert!(stderr.contains("\tDONE   cov: "), "{stderr}");
+    assert!(stderr.contains("Done 20000 runs in "), "{stderr}");
+    let corpus: Vec<Vec<u8>> = std::fs::read_dir(dir.join("ascii/corpus"))
+        .expect("corpus")
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(corpus.len() > 3, "{corpus:?}");
+    for input in &corpus {
+        assert!(
+            input
+                .iter()
+                .all(|&b| b.is_ascii_graphic() || b == b' ' || (9..=13).contains(&b)),
+            "{input:?}"
+        );
+    }
+    let loud_corpus_has_high_bytes = std::fs::read_dir(dir.join("loud/corpus"))
+        .expect("corpus")
+        .any(|e| {
+            std::fs::read(e.unwrap().path())
+                .unwrap()
+                .iter()
+                .any(|&b| b >= 0x80)
+        });
+    assert!(loud_corpus_has_high_bytes, "the check above can fail");
+}

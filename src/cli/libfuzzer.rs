@@ -28,6 +28,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("print_final_stats", "--print-final-stats", Scale::Switch),
     ("merge", "--merge", Scale::Switch),
     ("only_ascii", "--only-ascii", Scale::Switch),
+    ("close_fd_mask", "--close-fd-mask", Scale::Same),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -82,7 +83,6 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "handle_usr1",
     "handle_usr2",
     "handle_winexcept",
-    "close_fd_mask",
     "detect_leaks",
     "purge_allocator_interval",
     "trace_malloc",

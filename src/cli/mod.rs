@@ -23,7 +23,8 @@ use crate::config::{Config, Limits};
     about,
     after_help = "Subcommand: `reduce [flags] FILE...` runs the files, shrinks every crash they \
                   show to its minimum (in grammar mode with the grammar reducer), prints it and \
-                  stops.\nlibFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
+                  stops. `report [DIR]` writes DIR/report.html (default out), a self-contained \
+                  page of the run's plots, crash labels and corpus.\nlibFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
                   -timeout=SECS -max_len=N.\nExit status: 0 when no crash was found, 1 when one \
                   was, 2 on a usage or I/O error."
 )]
@@ -72,6 +73,11 @@ pub struct Options {
     /// Make only inputs of printable ASCII and whitespace (libFuzzer: -only_ascii=1).
     #[arg(long)]
     pub only_ascii: bool,
+
+    /// Silence the target: 1 closes its stdout, 2 its stderr, 3 both; the fuzzer's own lines
+    /// still reach stderr (libFuzzer: -close_fd_mask=N).
+    #[arg(long, value_name = "MASK", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub close_fd_mask: u8,
 
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
     /// parse them: cov is edges, ft is labels.
@@ -245,6 +251,7 @@ impl Options {
             ),
             havoc: self.havoc,
             only_ascii: self.only_ascii,
+            close_fd_mask: self.close_fd_mask,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
             } else {

@@ -84,6 +84,29 @@ fn print_reductions(config: &Config, summary: &crate::report::Summary) {
     println!("target runs: {}", summary.executions);
 }
 
+/// `FUZZER report [OUT]`: writes `OUT/report.html` (default `out`); returns the exit status.
+fn report_command(args: &[std::ffi::OsString]) -> i32 {
+    let out = match args {
+        [] => std::path::PathBuf::from("out"),
+        [dir] if !dir.to_string_lossy().starts_with('-') => std::path::PathBuf::from(dir),
+        _ => {
+            eprintln!("usage: FUZZER report [OUTPUT_DIR]   (writes OUTPUT_DIR/report.html)");
+            return 2;
+        }
+    };
+    let exe = std::env::current_exe().ok();
+    match crate::html_report::write_report(&out, exe.as_deref()) {
+        Ok(path) => {
+            println!("{}", path.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("labelfuzz: error: {e}");
+            2
+        }
+    }
+}
+
 /// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
 /// 0 (no crash), 1 (crash found) or 2 (error).
 pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
@@ -106,7 +129,11 @@ fn print_final_stats(summary: &crate::report::Summary) {
 fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     // Libraries that capture a backtrace per error would run orders of magnitude slower.
     std::env::set_var("RUST_BACKTRACE", "0");
-    let options = match Options::parse_args(std::env::args_os().collect()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "report") {
+        std::process::exit(report_command(&args[2..]));
+    }
+    let options = match Options::parse_args(args) {
         Ok(options) => options,
         Err(e) => e.exit(),
     };

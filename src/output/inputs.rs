@@ -16,7 +16,7 @@ pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, Labelfuzz
     let mut inputs = Vec::with_capacity(paths.len());
     for (path, len) in paths {
         if len > max_len as u64 {
-            eprintln!(
+            crate::say!(
                 "labelfuzz: warning: skipping {} ({len} bytes > --max-len {max_len})",
                 path.display()
             );
@@ -24,7 +24,7 @@ pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, Labelfuzz
         }
         match fs::read(&path) {
             Ok(bytes) => inputs.push(bytes),
-            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
+            Err(e) => crate::say!("labelfuzz: warning: cannot read {}: {e}", path.display()),
         }
     }
     Ok(inputs)
@@ -50,7 +50,7 @@ fn list_files(
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
-                eprintln!("labelfuzz: warning: cannot list {}: {e}", dir.display());
+                crate::say!("labelfuzz: warning: cannot list {}: {e}", dir.display());
                 continue;
             }
         };
@@ -65,15 +65,15 @@ fn list_files(
             Ok(meta) if meta.is_file() => paths.push((path, meta.len())),
             Ok(meta) if meta.is_dir() => {
                 if let Err(e) = list_files(&path, paths, visited) {
-                    eprintln!("labelfuzz: warning: skipping {e}");
+                    crate::say!("labelfuzz: warning: skipping {e}");
                 }
             }
             // A FIFO or a device would block or never end.
-            Ok(_) => eprintln!(
+            Ok(_) => crate::say!(
                 "labelfuzz: warning: skipping {}: not a regular file",
                 path.display()
             ),
-            Err(e) => eprintln!("labelfuzz: warning: cannot read {}: {e}", path.display()),
+            Err(e) => crate::say!("labelfuzz: warning: cannot read {}: {e}", path.display()),
         }
     }
     Ok(())

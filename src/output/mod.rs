@@ -227,7 +227,7 @@ impl OutputDir {
         };
         if let Some(path) = copy {
             if let Err(e) = fs::write(&path, bytes) {
-                eprintln!(
+                crate::say!(
                     "labelfuzz: warning: cannot write the artifact {}: {e} (the reproducer is in {})",
                     path.display(),
                     self.root.join(relative).display()
@@ -284,6 +284,25 @@ impl OutputDir {
             }
         }
         Ok((written, removed))
+    }
+
+    /// Writes `corpus.json`: each corpus input's file, length and how many labels it is best
+    /// for (what the report's corpus table shows), from `(input, labels held)` pairs.
+    pub fn write_corpus_index<'a>(
+        &self,
+        entries: impl Iterator<Item = (&'a [u8], u32)>,
+    ) -> Result<(), LabelfuzzError> {
+        let index: Vec<serde_json::Value> = entries
+            .map(|(input, labels)| {
+                serde_json::json!({
+                    "file": short_digest(input),
+                    "len": input.len(),
+                    "labels": labels,
+                })
+            })
+            .collect();
+        let text = serde_json::to_vec(&index).unwrap_or_default();
+        self.write_atomic(Path::new("corpus.json"), &text)
     }
 
     /// Writes `summary.json`.

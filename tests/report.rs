@@ -1,0 +1,117 @@
+//! End to end: the HTML report of a real run, opened in headless Chromium.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{build_fuzzer, run, scratch, summary};
+
+/// Chromium's command (Debian names it `chromium`; scripts/bootstrap.sh installs it).
+fn chromium() -> &'static str {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return name;
+        }
+    }
+    panic!("no chromium: run scripts/bootstrap.sh (it installs Debian's chromium)");
+}
+
+/// Runs headless Chromium on `page` with `args`; returns its stdout.
+fn headless(page: &Path, args: &[&str]) -> String {
+    let url = format!("file://{}", page.display());
+    let output = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1200,2400",
+        ])
+        .args(args)
+        .arg(&url)
+        .output()
+        .expect("chromium starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_report_of_a_run_renders_its_plots_crashes_and_corpus_in_a_browser() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("report");
+    let fuzzing = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--max-time",
+            "7",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(fuzzing.status.code(), Some(1), "the planted bugs are found");
+    let written = Command::new(&fuzzer)
+        .args(["report", out.to_str().unwrap()])
+        .output()
+        .expect("the report command runs");
+    assert!(written.status.success());
+    let page = out.join("report.html");
+    assert_eq!(
+        String::from_utf8_lossy(&written.stdout).trim(),
+        page.to_str().unwrap()
+    );
+
+    // The DOM after Chromium has laid the page out: the figures of this run, one drawn line per
+    // plotted series, one crash row per crash label of summary.json, the corpus table.
+    let dom = headless(&page, &["--dump-dom"]);
+    let figures = summary(&out);
+    let executions = figures["executions"].as_u64().unwrap();
+    assert!(
+        dom.contains(&format!("<td class=\"executions\">{executions}</td>")),
+        "{dom}"
+    );
+    for plot in ["<svg id=\"growth\"", "<svg id=\"speed\""] {
+        assert!(dom.contains(plot), "{plot} missing");
+    }
+    assert!(
+        dom.matches("<polyline").count() >= 4,
+        "three growth lines and one speed line"
+    );
+    let crashes = figures["crashes"].as_array().unwrap();
+    assert_eq!(dom.matches("<tr class=\"crash\">").count(), crashes.len());
+    for crash in crashes {
+        assert!(dom.contains(crash["input"].as_str().unwrap()));
+    }
+    assert!(
+        dom.contains("<code>FUZZ</code>"),
+        "the magic word's reproducer as text"
+    );
+    assert!(dom.contains("<table id=\"corpus\">"));
+
+    // A screenshot for people: the page really paints (a blank page is a few KB).
+    let shot = out.join("report.png");
+    headless(&page, &[&format!("--screenshot={}", shot.display())]);
+    let size = std::fs::metadata(&shot).expect("screenshot written").len();
+    assert!(size > 50_000, "{size} bytes");
+}
+
+#[test]
+fn the_report_of_a_directory_without_a_run_is_a_clear_error() {
+    let fuzzer = build_fuzzer("planted");
+    let empty = scratch("report-empty");
+    let result = Command::new(&fuzzer)
+        .args(["report", empty.to_str().unwrap()])
+        .output()
+        .expect("the report command runs");
+    assert_eq!(result.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&result.stderr).contains("summary.json"));
+}
