@@ -4,7 +4,8 @@
 # Every crate compiled for the target is instrumented (scripts/rustc-sancov), as cargo-fuzz
 # does, except the fuzzing engine: labelfuzz, LibAFL and the crates only they depend on.
 # LABELFUZZ_INSTRUMENT=crate_a,crate_b narrows instrumentation to those crates and the local
-# path crates. LABELFUZZ_BIN=NAME builds only that binary of the crate; LABELFUZZ_CARGO_CONFIG
+# path crates. LABELFUZZ_COVERAGE=1 makes the source-based coverage build instead (for
+# `FUZZER coverage OUT`). LABELFUZZ_BIN=NAME builds only that binary of the crate; LABELFUZZ_CARGO_CONFIG
 # is one `--config` value for cargo (cargo labelfuzz patches libfuzzer-sys with it). Fuzz builds share target directories under target/ apart from ordinary builds:
 # the instrumenting RUSTC_WRAPPER changes every crate's fingerprint.
 set -euo pipefail
@@ -42,6 +43,7 @@ export LABELFUZZ_ENGINE_CRATES
 shared="$(comm -12 <(echo "$engine_all") <(echo "$user_all") | paste -sd, -)"
 suffix=""
 if [ -n "$shared" ]; then suffix="-shared$(printf '%s' "$shared" | cksum | cut -d' ' -f1)"; fi
+if [ -n "${LABELFUZZ_COVERAGE:-}" ]; then suffix="$suffix-coverage"; fi
 if [ -n "${LABELFUZZ_INSTRUMENT:-}" ] && [ "$LABELFUZZ_INSTRUMENT" != all ]; then
   suffix="$suffix-$(printf '%s' "$LABELFUZZ_INSTRUMENT" | tr -c 'A-Za-z0-9_' '_')"
 fi

@@ -41,6 +41,7 @@ pub mod cli;
 pub mod config;
 pub mod consider;
 pub mod console;
+pub mod coverage;
 pub mod crash;
 pub mod crashes;
 pub mod dictionary;

@@ -115,3 +115,101 @@ fn the_report_of_a_directory_without_a_run_is_a_clear_error() {
     assert_eq!(result.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&result.stderr).contains("summary.json"));
 }
+
+/// The line number of the first line of `file` containing `needle`.
+fn line_of(file: &Path, needle: &str) -> u64 {
+    let text = std::fs::read_to_string(file).expect("source");
+    let index = text
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} not in {}", file.display()));
+    u64::try_from(index).unwrap() + 1
+}
+
+#[test]
+fn source_coverage_of_a_run_names_the_planted_lines_it_reached() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("coverage");
+    let fuzzing = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--max-time",
+            "5",
+            "--seed",
+            "2",
+        ],
+    );
+    assert_eq!(fuzzing.status.code(), Some(1));
+    // The same target built with source-based coverage instead of SanitizerCoverage.
+    let built = common::checked(
+        Command::new("bash")
+            .arg(common::root().join("scripts/build-fuzzer.sh"))
+            .arg(common::root().join("fuzzers/planted"))
+            .env("LABELFUZZ_COVERAGE", "1"),
+        "the coverage build",
+    );
+    let coverage_build = String::from_utf8_lossy(&built.stdout).trim().to_string();
+    let measured = Command::new(&coverage_build)
+        .args(["coverage", out.to_str().unwrap()])
+        .output()
+        .expect("the coverage command runs");
+    let stdout = String::from_utf8_lossy(&measured.stdout);
+    assert!(
+        measured.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&measured.stderr)
+    );
+    assert!(stdout.contains("lines: "), "{stdout}");
+    assert!(out.join("coverage/index.html").is_file(), "llvm-cov's HTML");
+
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("coverage/summary.json")).unwrap()).unwrap();
+    let source = common::root().join("fuzzers/planted/src/lib.rs");
+    let file = summary["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("fuzzers/planted/src/lib.rs"))
+        })
+        .unwrap_or_else(|| panic!("the planted library is measured: {summary}"));
+    let reached: Vec<u64> = file["lines_reached"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    // Each bug the run found is a reached line: the panics' own lines.
+    for planted in [
+        "panic!(\"planted: magic word\")",
+        "TABLE[index]",
+        "return a + b;",
+    ] {
+        let line = line_of(&source, planted);
+        assert!(
+            reached.contains(&line),
+            "line {line} ({planted}) not reached: {reached:?}"
+        );
+    }
+    assert!(summary["lines"]["covered"].as_u64().unwrap() > 10);
+    // Only the target's code is counted, not labelfuzz's own.
+    assert!(summary["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| !f["file"].as_str().unwrap().contains("/src/engine")));
+
+    // The run's report shows the summary and links the line-by-line report.
+    let written = Command::new(&fuzzer)
+        .args(["report", out.to_str().unwrap()])
+        .output()
+        .expect("the report command runs");
+    assert!(written.status.success());
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("<table id=\"coverage\">"));
+    assert!(page.contains("href=\"coverage/index.html\""));
+}

@@ -54,6 +54,24 @@ pub fn build(
     target: &str,
     options: &BuildOptions,
 ) -> Result<PathBuf, Error> {
+    build_as(project, target, options, false)
+}
+
+/// Builds `target` with source-based coverage instead of SanitizerCoverage (for `coverage`).
+pub fn build_for_coverage(
+    project: &FuzzProject,
+    target: &str,
+    options: &BuildOptions,
+) -> Result<PathBuf, Error> {
+    build_as(project, target, options, true)
+}
+
+fn build_as(
+    project: &FuzzProject,
+    target: &str,
+    options: &BuildOptions,
+    coverage: bool,
+) -> Result<PathBuf, Error> {
     project.check_target(target)?;
     let home = labelfuzz_home();
     let script = home.join("scripts/build-fuzzer.sh");
@@ -79,6 +97,9 @@ pub fn build(
                 stand_in.display()
             ),
         );
+    if coverage {
+        command.env("LABELFUZZ_COVERAGE", "1");
+    }
     match options.sanitizer.as_str() {
         "none" => {}
         "address" => {

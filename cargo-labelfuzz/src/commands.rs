@@ -254,6 +254,30 @@ pub fn cmin(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
+/// `fuzz/labelfuzz/TARGET/coverage/`.
+pub fn coverage(
+    location: &Location,
+    options: &BuildOptions,
+    target: &str,
+) -> Result<ExitCode, Error> {
+    let project = FuzzProject::find(location)?;
+    let state = project.state_dir(target);
+    if !state.join("summary.json").is_file() {
+        return Err(Error::new(format!(
+            "no run of '{target}' to measure in {} (cargo labelfuzz run {target} first)",
+            state.display()
+        )));
+    }
+    let exe = build::build_for_coverage(&project, target, options)?;
+    let status = Command::new(&exe)
+        .arg("coverage")
+        .arg(&state)
+        .status()
+        .map_err(|e| Error::io("run", &exe, &e))?;
+    Ok(exit_code(status))
+}
+
 /// `cargo labelfuzz fmt`: prints an input as the target sees it.
 pub fn fmt(
     location: &Location,

@@ -138,6 +138,17 @@ enum Command {
         /// The corpus (default `fuzz/corpus/TARGET`).
         corpus: Option<PathBuf>,
     },
+    /// Source coverage of a run: build the target with source-based coverage, replay
+    /// `fuzz/labelfuzz/TARGET/` (corpus and reproducers) and write llvm-cov's HTML report and a
+    /// summary into its `coverage/`.
+    Coverage {
+        #[command(flatten)]
+        location: Location,
+        #[command(flatten)]
+        build: BuildOptions,
+        /// The target.
+        target: String,
+    },
     /// Print an input as the target sees it (its `Debug` form for an `Arbitrary` target).
     Fmt {
         #[command(flatten)]
@@ -202,6 +213,11 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             target,
             corpus,
         } => commands::cmin(&location, &build, &target, corpus),
+        Command::Coverage {
+            location,
+            build,
+            target,
+        } => commands::coverage(&location, &build, &target),
         Command::Fmt {
             location,
             build,

@@ -49,6 +49,15 @@ const INSTRUMENT_FLAGS: [&str; 3] = [
     "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
 ];
 
+/// What every compilation gets instead in a coverage build (`LABELFUZZ_COVERAGE=1`): clang's
+/// source-based coverage, which `FUZZER coverage OUT` replays a run's inputs through.
+const COVERAGE_FLAGS: [&str; 2] = ["-fprofile-instr-generate", "-fcoverage-mapping"];
+
+/// Whether this is a coverage build (`LABELFUZZ_COVERAGE=1` in the environment).
+fn coverage_build() -> bool {
+    env::var("LABELFUZZ_COVERAGE").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Comparison routines clang must leave as calls (as `-fsanitize=fuzzer` does): a `memcmp`
 /// against a constant would otherwise be inlined, and the labelfuzz interceptors, which hand
 /// both operands to the CmpLog stage, would never see it.
@@ -386,10 +395,12 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         // LibAFL's wrapper would invent an `-o` (next to the source, or one for several
         // sources, or instead of stdout for `-E`); clang's own defaults are what builds expect.
         let mut command = Command::new(llvm.tool(if cpp { "clang++" } else { "clang" }));
-        command
-            .args(&invocation.args)
-            .args(INSTRUMENT_FLAGS)
-            .args(KEEP_COMPARE_CALLS);
+        command.args(&invocation.args);
+        if coverage_build() {
+            command.args(COVERAGE_FLAGS).args(&INSTRUMENT_FLAGS[1..]);
+        } else {
+            command.args(INSTRUMENT_FLAGS).args(KEEP_COMPARE_CALLS);
+        }
         let status = command
             .status()
             .map_err(|e| WrapperError::Clang(format!("could not run clang: {e}")))?;
@@ -414,9 +425,15 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         .parse_args(&wrapped_args)
         .map_err(|e| WrapperError::Clang(format!("{e:?}")))?;
     if invocation.output != Output::Query {
-        clang.add_arg(INSTRUMENT_FLAGS[0]);
-        for flag in KEEP_COMPARE_CALLS {
-            clang.add_arg(flag);
+        if coverage_build() {
+            for flag in COVERAGE_FLAGS {
+                clang.add_arg(flag);
+            }
+        } else {
+            clang.add_arg(INSTRUMENT_FLAGS[0]);
+            for flag in KEEP_COMPARE_CALLS {
+                clang.add_arg(flag);
+            }
         }
     }
     if invocation.output == Output::Executable {

@@ -84,6 +84,41 @@ fn print_reductions(config: &Config, summary: &crate::report::Summary) {
     println!("target runs: {}", summary.executions);
 }
 
+/// `FUZZER coverage [OUT]` (run by a coverage build): replays OUT's inputs and writes
+/// `OUT/coverage/`; returns the exit status.
+fn coverage_command(args: &[std::ffi::OsString]) -> i32 {
+    let out = match args {
+        [] => std::path::PathBuf::from("out"),
+        [dir] if !dir.to_string_lossy().starts_with('-') => std::path::PathBuf::from(dir),
+        _ => {
+            eprintln!(
+                "usage: COVERAGE_BUILD coverage [OUTPUT_DIR]   (writes OUTPUT_DIR/coverage/)"
+            );
+            return 2;
+        }
+    };
+    match crate::coverage::write_coverage(&out) {
+        Ok(summary) => {
+            let text = std::fs::read_to_string(&summary).unwrap_or_default();
+            let totals: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            for part in ["lines", "branches", "functions"] {
+                println!(
+                    "{part}: {} of {} ({:.1}%)",
+                    totals[part]["covered"],
+                    totals[part]["count"],
+                    totals[part]["percent"].as_f64().unwrap_or(0.0)
+                );
+            }
+            println!("{}", out.join("coverage/index.html").display());
+            0
+        }
+        Err(e) => {
+            eprintln!("labelfuzz: error: {e}");
+            2
+        }
+    }
+}
+
 /// `FUZZER report [OUT]`: writes `OUT/report.html` (default `out`); returns the exit status.
 fn report_command(args: &[std::ffi::OsString]) -> i32 {
     let out = match args {
@@ -132,6 +167,9 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "report") {
         std::process::exit(report_command(&args[2..]));
+    }
+    if args.get(1).is_some_and(|a| a == "coverage") {
+        std::process::exit(coverage_command(&args[2..]));
     }
     let options = match Options::parse_args(args) {
         Ok(options) => options,

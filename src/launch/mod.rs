@@ -100,7 +100,8 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         .with_rendering(rendering)
         .with_artifacts(config.artifacts.clone())
         .with_corpus_mirror(config.corpus_mirror.clone());
-    if instrumented_edges() == 0 {
+    // A replay only runs inputs: a coverage build (no SanitizerCoverage) replays too.
+    if instrumented_edges() == 0 && !config.replay {
         return Err(LabelfuzzError::NotInstrumented);
     }
     let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
