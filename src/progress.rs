@@ -14,6 +14,9 @@ pub enum ProgressStyle {
     Labelfuzz,
     /// libFuzzer's format: edges are its `cov:`, labels its `ft:` (features).
     LibFuzzer,
+    /// A few lines redrawn in place, for a terminal: labels, edges, corpus, crashes by kind,
+    /// exec/s and the time since the last new label.
+    Terminal,
 }
 
 /// When a line is printed.
@@ -31,6 +34,68 @@ pub struct Progress {
     style: ProgressStyle,
     lines: Arc<AtomicU64>,
     last_labels: Arc<AtomicU64>,
+    /// When the label count last grew, in hundredths of a second into the run.
+    last_new_label: Arc<AtomicU64>,
+}
+
+/// How many lines the terminal status takes (redrawn in place).
+const STATUS_LINES: usize = 3;
+
+/// `1234567` as `1 234 567`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut text = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            text.push(' ');
+        }
+        text.push(c);
+    }
+    text
+}
+
+/// Seconds as `h:mm:ss`.
+fn clock(secs: f64) -> String {
+    let secs = secs.max(0.0) as u64;
+    format!("{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// The terminal status of `summary`: `STATUS_LINES` lines, each cleared before it is written.
+fn status(summary: &Summary, since_new_label: f64) -> Vec<String> {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for crash in &summary.crashes {
+        match kinds.iter_mut().find(|(k, _)| *k == crash.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((&crash.kind, 1)),
+        }
+    }
+    let crashes = if kinds.is_empty() {
+        "none".to_string()
+    } else {
+        kinds
+            .iter()
+            .map(|(kind, n)| format!("{n} {kind}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        format!(
+            "labelfuzz {}   exec/s {}   executions {}   peak RSS {} MiB",
+            clock(summary.elapsed_secs),
+            grouped(summary.execs_per_sec as u64),
+            grouped(summary.executions),
+            summary.peak_rss_mb
+        ),
+        format!(
+            "labels {}   edges {}   corpus {} inputs, {} bytes   last new label {} ago",
+            grouped(summary.labels as u64),
+            grouped(summary.edges as u64),
+            grouped(summary.corpus.entries as u64),
+            grouped(summary.corpus.bytes as u64),
+            clock(since_new_label)
+        ),
+        format!("crash labels {}: {crashes}", summary.crashes.len()),
+    ]
 }
 
 /// libFuzzer's way of writing a byte count: b, Kb or Mb.
@@ -60,7 +125,25 @@ impl Progress {
         let labels = summary.labels as u64;
         let first = self.lines.fetch_add(1, Ordering::Relaxed) == 0;
         let grew = self.last_labels.swap(labels, Ordering::Relaxed) < labels;
+        let now = (summary.elapsed_secs * 100.0) as u64;
+        if grew {
+            self.last_new_label.store(now, Ordering::Relaxed);
+        }
         match self.style {
+            ProgressStyle::Terminal => {
+                let since = now.saturating_sub(self.last_new_label.load(Ordering::Relaxed));
+                // Back up over the previous status, then clear and write each line.
+                let up = if first {
+                    String::new()
+                } else {
+                    format!("\x1b[{STATUS_LINES}A")
+                };
+                let lines: Vec<String> = status(summary, since as f64 / 100.0)
+                    .into_iter()
+                    .map(|line| format!("\x1b[2K{line}"))
+                    .collect();
+                format!("{up}{}", lines.join("\n"))
+            }
             ProgressStyle::Labelfuzz => format!(
                 "#{:<10} {:>7.1}s  exec/s: {:<9.0} labels: {:<6} edges: {:<6} corpus: {}/{}b  crashes: {}",
                 summary.executions,
@@ -134,6 +217,22 @@ mod tests {
         let done = progress.lines(&summary(40, 9), Moment::Final);
         assert!(done.starts_with("#40\tDONE   cov: 7 ft: 9 "), "{done}");
         assert!(done.ends_with("\nDone 40 runs in 0 second(s)"), "{done}");
+    }
+
+    #[test]
+    fn the_terminal_status_redraws_three_lines_in_place() {
+        let progress = Progress::new(ProgressStyle::Terminal);
+        let mut running = summary(1_234_567, 5);
+        running.elapsed_secs = 75.0;
+        let first = progress.lines(&running, Moment::Periodic);
+        assert!(!first.contains("\x1b[3A"), "nothing to back up over yet");
+        assert_eq!(first.matches("\x1b[2K").count(), 3);
+        assert!(first.contains("executions 1 234 567"), "{first}");
+        assert!(first.contains("crash labels 0: none"), "{first}");
+        running.elapsed_secs = 80.0;
+        let second = progress.lines(&running, Moment::Periodic);
+        assert!(second.starts_with("\x1b[3A"));
+        assert!(second.contains("last new label 0:00:05 ago"), "{second}");
     }
 
     #[test]

@@ -213,3 +213,36 @@ fn source_coverage_of_a_run_names_the_planted_lines_it_reached() {
     assert!(page.contains("<table id=\"coverage\">"));
     assert!(page.contains("href=\"coverage/index.html\""));
 }
+
+#[test]
+fn on_a_terminal_the_status_is_redrawn_in_place_and_a_pipe_gets_plain_lines() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("status");
+    let command = format!(
+        "{} -o {} --max-time 5 --seed 1",
+        fuzzer.display(),
+        out.display()
+    );
+    // `script` (util-linux) runs the fuzzer on a pseudo-terminal.
+    let on_terminal = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script runs");
+    let screen = String::from_utf8_lossy(&on_terminal.stdout);
+    assert!(screen.contains("\x1b[3A"), "redrawn in place: {screen}");
+    assert!(screen.contains("last new label"), "{screen}");
+    assert!(screen.contains("crash labels 3: 3 panic"), "{screen}");
+
+    let piped = Command::new(&fuzzer)
+        .args([
+            "-o",
+            scratch("status-piped").to_str().unwrap(),
+            "--max-time",
+            "3",
+        ])
+        .output()
+        .expect("the fuzzer runs");
+    let log = String::from_utf8_lossy(&piped.stderr);
+    assert!(!log.contains('\x1b'), "no escape codes in a log: {log}");
+    assert!(log.contains("labels: "), "{log}");
+}

@@ -254,6 +254,10 @@ impl Options {
             close_fd_mask: self.close_fd_mask,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
+            } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                // A person is watching: the status redrawn in place. Pipes and CI logs get
+                // one plain line per report.
+                crate::progress::ProgressStyle::Terminal
             } else {
                 crate::progress::ProgressStyle::Labelfuzz
             },
