@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::project::FuzzProject;
-use crate::{build, BuildOptions, Error, Location};
+use crate::{build, Error, TargetArgs};
 
 /// A scratch directory removed when dropped.
 struct Scratch(PathBuf);
@@ -91,14 +91,12 @@ fn sets_flag(args: &[OsString], names: &[&str]) -> bool {
 
 /// `cargo labelfuzz run`: builds the target and fuzzes it, in cargo-fuzz's layout.
 pub fn run(
-    location: &Location,
-    options: &BuildOptions,
-    target: &str,
+    args: &TargetArgs,
     corpus: Vec<PathBuf>,
     fuzzer_args: &[OsString],
 ) -> Result<ExitCode, Error> {
-    let project = FuzzProject::find(location)?;
-    let exe = build::build(&project, target, options)?;
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
+    let exe = build::build(&project, target, &args.build)?;
     let corpus = if corpus.is_empty() {
         vec![project.corpus_dir(target)]
     } else {
@@ -144,17 +142,12 @@ pub fn run(
 
 /// `cargo labelfuzz tmin`: shrinks a crashing input with labelfuzz's reducer and writes it to
 /// `fuzz/artifacts/TARGET/minimized-from-NAME`.
-pub fn tmin(
-    location: &Location,
-    options: &BuildOptions,
-    target: &str,
-    file: &Path,
-) -> Result<ExitCode, Error> {
-    let project = FuzzProject::find(location)?;
+pub fn tmin(args: &TargetArgs, file: &Path) -> Result<ExitCode, Error> {
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     if !file.is_file() {
         return Err(Error::new(format!("{}: no such file", file.display())));
     }
-    let exe = build::build(&project, target, options)?;
+    let exe = build::build(&project, target, &args.build)?;
     let scratch = Scratch::new("tmin")?;
     let status = Command::new(&exe)
         .arg("reduce")
@@ -205,13 +198,8 @@ fn count_files(dir: &Path) -> usize {
 }
 
 /// `cargo labelfuzz cmin`: replaces a corpus by the simplest input of each of its labels.
-pub fn cmin(
-    location: &Location,
-    options: &BuildOptions,
-    target: &str,
-    corpus: Option<PathBuf>,
-) -> Result<ExitCode, Error> {
-    let project = FuzzProject::find(location)?;
+pub fn cmin(args: &TargetArgs, corpus: Option<PathBuf>) -> Result<ExitCode, Error> {
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     let corpus = corpus.unwrap_or_else(|| project.corpus_dir(target));
     if !corpus.is_dir() {
         return Err(Error::new(format!(
@@ -219,7 +207,7 @@ pub fn cmin(
             corpus.display()
         )));
     }
-    let exe = build::build(&project, target, options)?;
+    let exe = build::build(&project, target, &args.build)?;
     let mut minimized = corpus.clone().into_os_string();
     minimized.push(".cmin");
     let minimized = PathBuf::from(minimized);
@@ -256,12 +244,8 @@ pub fn cmin(
 
 /// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
 /// `fuzz/labelfuzz/TARGET/coverage/`.
-pub fn coverage(
-    location: &Location,
-    options: &BuildOptions,
-    target: &str,
-) -> Result<ExitCode, Error> {
-    let project = FuzzProject::find(location)?;
+pub fn coverage(args: &TargetArgs) -> Result<ExitCode, Error> {
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     let state = project.state_dir(target);
     if !state.join("summary.json").is_file() {
         return Err(Error::new(format!(
@@ -269,7 +253,7 @@ pub fn coverage(
             state.display()
         )));
     }
-    let exe = build::build_for_coverage(&project, target, options)?;
+    let exe = build::build_for_coverage(&project, target, &args.build)?;
     let status = Command::new(&exe)
         .arg("coverage")
         .arg(&state)
@@ -279,15 +263,10 @@ pub fn coverage(
 }
 
 /// `cargo labelfuzz fmt`: prints an input as the target sees it.
-pub fn fmt(
-    location: &Location,
-    options: &BuildOptions,
-    target: &str,
-    file: &Path,
-) -> Result<ExitCode, Error> {
-    let project = FuzzProject::find(location)?;
+pub fn fmt(args: &TargetArgs, file: &Path) -> Result<ExitCode, Error> {
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     let bytes = std::fs::read(file).map_err(|e| Error::io("read", file, &e))?;
-    let exe = build::build(&project, target, options)?;
+    let exe = build::build(&project, target, &args.build)?;
     match debug_form(&exe, file)? {
         Some(text) => print!("{text}"),
         // A bytes target sees the bytes themselves.

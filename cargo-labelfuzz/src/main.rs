@@ -73,6 +73,17 @@ pub struct BuildOptions {
     sanitizer: String,
 }
 
+/// The fuzz target a command works on, and how to build it.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    #[command(flatten)]
+    location: Location,
+    #[command(flatten)]
+    build: BuildOptions,
+    /// The fuzz target (a binary of the fuzz crate).
+    target: String,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the fuzz targets.
@@ -105,11 +116,7 @@ enum Command {
     /// `fuzz/artifacts/TARGET/`, labelfuzz's own state in `fuzz/labelfuzz/TARGET/`.
     Run {
         #[command(flatten)]
-        location: Location,
-        #[command(flatten)]
-        build: BuildOptions,
-        /// The target.
-        target: String,
+        target: TargetArgs,
         /// Corpus directories (default `fuzz/corpus/TARGET`).
         corpus: Vec<PathBuf>,
         /// Flags for the fuzzer after `--`: labelfuzz's or libFuzzer's (`-runs=N`, `-dict=F`, ...).
@@ -119,22 +126,14 @@ enum Command {
     /// Shrink a crashing input to the smallest one that still fails the same way.
     Tmin {
         #[command(flatten)]
-        location: Location,
-        #[command(flatten)]
-        build: BuildOptions,
-        /// The target.
-        target: String,
+        target: TargetArgs,
         /// The crashing input.
         file: PathBuf,
     },
     /// Minimize a corpus in place: keep the simplest input of every label.
     Cmin {
         #[command(flatten)]
-        location: Location,
-        #[command(flatten)]
-        build: BuildOptions,
-        /// The target.
-        target: String,
+        target: TargetArgs,
         /// The corpus (default `fuzz/corpus/TARGET`).
         corpus: Option<PathBuf>,
     },
@@ -143,20 +142,12 @@ enum Command {
     /// summary into its `coverage/`.
     Coverage {
         #[command(flatten)]
-        location: Location,
-        #[command(flatten)]
-        build: BuildOptions,
-        /// The target.
-        target: String,
+        target: TargetArgs,
     },
     /// Print an input as the target sees it (its `Debug` form for an `Arbitrary` target).
     Fmt {
         #[command(flatten)]
-        location: Location,
-        #[command(flatten)]
-        build: BuildOptions,
-        /// The target.
-        target: String,
+        target: TargetArgs,
         /// The input file.
         file: PathBuf,
     },
@@ -195,35 +186,14 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
-            location,
-            build,
             target,
             corpus,
             fuzzer_args,
-        } => commands::run(&location, &build, &target, corpus, &fuzzer_args),
-        Command::Tmin {
-            location,
-            build,
-            target,
-            file,
-        } => commands::tmin(&location, &build, &target, &file),
-        Command::Cmin {
-            location,
-            build,
-            target,
-            corpus,
-        } => commands::cmin(&location, &build, &target, corpus),
-        Command::Coverage {
-            location,
-            build,
-            target,
-        } => commands::coverage(&location, &build, &target),
-        Command::Fmt {
-            location,
-            build,
-            target,
-            file,
-        } => commands::fmt(&location, &build, &target, &file),
+        } => commands::run(&target, corpus, &fuzzer_args),
+        Command::Tmin { target, file } => commands::tmin(&target, &file),
+        Command::Cmin { target, corpus } => commands::cmin(&target, corpus),
+        Command::Coverage { target } => commands::coverage(&target),
+        Command::Fmt { target, file } => commands::fmt(&target, &file),
     }
 }
 
