@@ -121,6 +121,7 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
     let mut translated = Translated::default();
     // Our flag and value, by flag, in order of first appearance (a repeat replaces the value).
     let mut flags: Vec<(&str, Option<String>)> = Vec::new();
+    let mut workers_given = false;
     for (i, arg) in args.into_iter().enumerate() {
         let text = arg.to_str().unwrap_or("");
         let is_libfuzzer =
@@ -177,6 +178,12 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
                 }
             },
         };
+        // `-jobs=N -workers=M` together: M processes run at once, in either order.
+        if name == "workers" {
+            workers_given = true;
+        } else if name == "jobs" && workers_given {
+            continue;
+        }
         match flags.iter_mut().find(|(flag, _)| *flag == ours) {
             Some(slot) => slot.1 = value,
             None => flags.push((ours, value)),
@@ -250,6 +257,15 @@ mod tests {
                 .unwrap();
         assert_eq!(o.runs, None);
         assert_eq!(o.max_time, None);
+        for order in [["-workers=2", "-jobs=8"], ["-jobs=8", "-workers=2"]] {
+            let args = std::iter::once("fuzzer").chain(order).map(OsString::from);
+            let both = translate_libfuzzer_flags(args.collect()).unwrap().args;
+            assert_eq!(
+                both[1..],
+                ["--cores", "0-1"],
+                "workers win over jobs: {order:?}"
+            );
+        }
         // libFuzzer's defaults for -jobs and -workers, and -runs=0 (run the inputs only).
         let o = super::super::tests::parse(&["-jobs=0", "-workers=0", "-runs=0"]).unwrap();
         assert_eq!(o.cores, None);
