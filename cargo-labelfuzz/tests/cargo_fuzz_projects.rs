@@ -222,3 +222,31 @@ fn init_and_add_make_a_project_that_fuzzes() {
     assert_eq!(run.status.code(), Some(0), "no bug in an empty target");
     assert!(dir.join("fuzz/labelfuzz/second/summary.json").is_file());
 }
+
+#[test]
+fn the_same_project_still_builds_with_cargo_fuzz_where_it_is_installed() {
+    let has = |args: &[&str]| {
+        Command::new("cargo")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has(&["fuzz", "--version"]) || !has(&["+nightly", "--version"]) {
+        eprintln!("skipped: cargo-fuzz or a nightly toolchain is not installed here");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = project_copy("cargo-fuzz");
+    assert!(cargo_labelfuzz(&dir, &["build", "parse"]).status.success());
+    // After labelfuzz built it, cargo-fuzz builds the untouched directory with libFuzzer.
+    let built = Command::new("cargo")
+        .args(["+nightly", "fuzz", "build", "parse"])
+        .current_dir(&dir)
+        .output()
+        .expect("cargo fuzz runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+}
