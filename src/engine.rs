@@ -285,7 +285,8 @@ fn fuzz_until_done<EM: ClientManager>(
         config.cmplog,
         config.max_len,
     ));
-    let mut expand = ExpandStage::new(considerer, config.max_len);
+    let mut expand =
+        ExpandStage::new(considerer, config.max_len).with_dictionary(&config.dictionary);
     // Expansion needs a label to start from. None means that every input so far failed before
     // reaching an edge, or was rejected by the harness. A failing empty input leaves nothing to
     // do (its crash is saved); a rejected one is expanded until some input shows a label.

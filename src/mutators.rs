@@ -3,9 +3,11 @@
 //! First the input with a run of random bytes appended (1 to 1024 of them), then the input with
 //! each single byte value appended, 0 first. The single-byte expansions make the search climb one
 //! comparison at a time (`F`, `FU`, `FUZ`, ...), and trying them in increasing order means the
-//! first one that helps is already the shortlex-smallest.
+//! first one that helps is already the shortlex-smallest. Last, with a dictionary, the input with
+//! each of its tokens appended, shortest first: a keyword the target compares whole is one step.
 
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 
 use libafl_bolts::rands::Rand;
 
@@ -17,6 +19,7 @@ pub const MAX_RANDOM_APPEND: usize = 1024;
 enum Step {
     RandomRun,
     Byte(u16),
+    Token(usize),
     Done,
 }
 
@@ -27,6 +30,7 @@ pub struct Expansions {
     max_len: usize,
     bytes: bool,
     last_random: bool,
+    tokens: Arc<[Vec<u8>]>,
 }
 
 impl Expansions {
@@ -38,7 +42,15 @@ impl Expansions {
             max_len,
             bytes: true,
             last_random: false,
+            tokens: Arc::new([]),
         }
+    }
+
+    /// Also appends each of `tokens` (a dictionary, shortest first) after the single bytes.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: Arc<[Vec<u8>]>) -> Self {
+        self.tokens = tokens;
+        self
     }
 
     /// The expansions of an input whose single-byte expansions were all tried before: only the
@@ -50,6 +62,7 @@ impl Expansions {
             max_len,
             bytes: false,
             last_random: false,
+            tokens: Arc::new([]),
         }
     }
 
@@ -85,11 +98,26 @@ impl Expansions {
                 out.extend_from_slice(base);
                 out.push(b as u8);
                 self.step = if b == 255 {
-                    Step::Done
+                    Step::Token(0)
                 } else {
                     Step::Byte(b + 1)
                 };
                 true
+            }
+            Step::Token(i) => {
+                // Tokens come shortest first: the first one that does not fit ends the list.
+                match self.tokens.get(i).filter(|t| t.len() <= room) {
+                    Some(token) => {
+                        out.extend_from_slice(base);
+                        out.extend_from_slice(token);
+                        self.step = Step::Token(i + 1);
+                        true
+                    }
+                    None => {
+                        self.step = Step::Done;
+                        false
+                    }
+                }
             }
             Step::Done => false,
         }
@@ -167,6 +195,28 @@ mod tests {
         for (b, cand) in cands[1..].iter().enumerate() {
             assert_eq!(cand, &[b'a', b'b', b as u8]);
         }
+    }
+
+    #[test]
+    fn dictionary_tokens_follow_the_bytes_and_stop_at_the_length_limit() {
+        let tokens: Arc<[Vec<u8>]> = vec![b"AND".to_vec(), b"SELECT".to_vec()].into();
+        let mut rand = StdRand::with_seed(2);
+        let mut exp = Expansions::new(8).with_tokens(tokens);
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        while exp.next_into(b"ab", &mut rand, &mut out) {
+            seen.push(out.clone());
+        }
+        assert_eq!(seen.len(), 1 + 256 + 2);
+        assert_eq!(seen[257], b"abAND");
+        assert_eq!(seen[258], b"abSELECT");
+        let mut exp =
+            Expansions::new(6).with_tokens(vec![b"AND".to_vec(), b"SELECT".to_vec()].into());
+        let mut count = 0;
+        while exp.next_into(b"ab", &mut rand, &mut out) {
+            count += 1;
+        }
+        assert_eq!(count, 1 + 256 + 1, "SELECT does not fit in 6 bytes");
     }
 
     #[test]

@@ -13,6 +13,8 @@ use crate::mutators::Expansions;
 pub struct ExpandStage {
     considerer: Considerer,
     max_len: usize,
+    /// The dictionary's tokens, shortest first (appended after the single bytes).
+    tokens: std::sync::Arc<[Vec<u8>]>,
     base: Vec<u8>,
     candidate: Vec<u8>,
 }
@@ -24,6 +26,7 @@ impl ExpandStage {
         ExpandStage {
             considerer,
             max_len,
+            tokens: std::sync::Arc::new([]),
             base: Vec::new(),
             candidate: Vec::new(),
         }
@@ -31,6 +34,20 @@ impl ExpandStage {
 }
 
 impl ExpandStage {
+    /// Also appends each token of `dictionary` after the single bytes (shortest first).
+    #[must_use]
+    pub fn with_dictionary(mut self, dictionary: &[Vec<u8>]) -> Self {
+        let mut tokens: Vec<Vec<u8>> = dictionary
+            .iter()
+            .filter(|t| !t.is_empty())
+            .cloned()
+            .collect();
+        tokens.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+        tokens.dedup();
+        self.tokens = tokens.into();
+        self
+    }
+
     /// Tries the expansions of `self.base` until one improves a label (all single-byte ones
     /// too unless `bytes_tried`); true if one did.
     fn expand_base<E, EM, S, Z>(
@@ -46,7 +63,7 @@ impl ExpandStage {
         let mut expansions = if bytes_tried {
             Expansions::random_only(self.max_len)
         } else {
-            Expansions::new(self.max_len)
+            Expansions::new(self.max_len).with_tokens(self.tokens.clone())
         };
         while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
             let improved =
