@@ -242,6 +242,19 @@ pub fn cmin(args: &TargetArgs, corpus: Option<PathBuf>) -> Result<ExitCode, Erro
     Ok(ExitCode::SUCCESS)
 }
 
+/// `cargo labelfuzz report`: the fuzzer's `report` on the target's run.
+pub fn report(args: &TargetArgs) -> Result<ExitCode, Error> {
+    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
+    let state = project.state_dir(target);
+    let exe = build::build(&project, target, &args.build)?;
+    let status = Command::new(&exe)
+        .arg("report")
+        .arg(&state)
+        .status()
+        .map_err(|e| Error::io("run", &exe, &e))?;
+    Ok(exit_code(status))
+}
+
 /// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
 /// `fuzz/labelfuzz/TARGET/coverage/`.
 pub fn coverage(args: &TargetArgs) -> Result<ExitCode, Error> {

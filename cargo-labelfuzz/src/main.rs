@@ -137,6 +137,11 @@ enum Command {
         /// The corpus (default `fuzz/corpus/TARGET`).
         corpus: Option<PathBuf>,
     },
+    /// Write `fuzz/labelfuzz/TARGET/report.html`: plots, crash labels and corpus of the run.
+    Report {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
     /// Source coverage of a run: build the target with source-based coverage, replay
     /// `fuzz/labelfuzz/TARGET/` (corpus and reproducers) and write llvm-cov's HTML report and a
     /// summary into its `coverage/`.
@@ -193,6 +198,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         Command::Tmin { target, file } => commands::tmin(&target, &file),
         Command::Cmin { target, corpus } => commands::cmin(&target, corpus),
         Command::Coverage { target } => commands::coverage(&target),
+        Command::Report { target } => commands::report(&target),
         Command::Fmt { target, file } => commands::fmt(&target, &file),
     }
 }

@@ -125,6 +125,13 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
         assert_eq!(bytes.first(), Some(&b'#'), "rejected input {name} kept");
     }
 
+    // The run's report, where cargo-fuzz users look.
+    let report = cargo_labelfuzz(&dir, &["report", "comments_only"]);
+    assert!(report.status.success());
+    assert!(dir
+        .join("fuzz/labelfuzz/comments_only/report.html")
+        .is_file());
+
     // The project is as cargo-fuzz left it: no lock file written, the manifest untouched.
     assert!(!dir.join("fuzz/Cargo.lock").exists());
     assert_eq!(
