@@ -38,6 +38,8 @@ pub struct Config {
     pub only_ascii: bool,
     /// libFuzzer's `-close_fd_mask`: 1 silences the target's stdout, 2 its stderr, 3 both.
     pub close_fd_mask: u8,
+    /// libFuzzer's `-use_value_profile=1`: comparison sites are labels too.
+    pub value_profile: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.

@@ -198,6 +198,9 @@ fn fuzz_until_done<EM: ClientManager>(
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
+    if config.value_profile {
+        crate::value_profile::enable();
+    }
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
         crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
     }

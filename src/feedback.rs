@@ -100,6 +100,7 @@ where
             .get(&self.edges)
             .ok_or_else(|| Error::key_not_found("the edges observer is missing"))?;
         collect_edge_labels(edges.to_slice(), &mut self.labels);
+        crate::value_profile::collect_labels(&mut self.labels);
         let table = state.metadata::<LabelTable>()?;
         Ok(table.improves(&input.simplicity_key(), &self.labels))
     }

@@ -81,6 +81,8 @@ pub type EdgesObserver =
 
 /// Set on crash labels, clear on edge labels.
 const CRASH_BIT: u64 = 1 << 63;
+/// Set on comparison labels (`-use_value_profile=1`).
+const COMPARISON_BIT: u64 = 1 << 62;
 
 /// Number of AFL hit-count buckets per edge (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+).
 pub const BUCKETS_PER_EDGE: usize = 8;
@@ -111,22 +113,36 @@ impl Label {
         Label(CRASH_BIT | (hash.finish() & !CRASH_BIT))
     }
 
+    /// The label of comparison site `site` when `matching_bits` bits of its operands agreed
+    /// at best in an execution (value profile).
+    #[must_use]
+    pub fn comparison(site: usize, matching_bits: u8) -> Self {
+        Label(COMPARISON_BIT | ((site as u64) << 8) | u64::from(matching_bits))
+    }
+
     /// True for crash labels.
     #[must_use]
     pub fn is_crash(self) -> bool {
         self.0 & CRASH_BIT != 0
     }
 
+    /// True for comparison labels.
+    #[must_use]
+    pub fn is_comparison(self) -> bool {
+        !self.is_crash() && self.0 & COMPARISON_BIT != 0
+    }
+
     /// For an edge label, the edge index and the bucket index (0..8).
     #[must_use]
     pub fn as_edge(self) -> Option<(usize, usize)> {
-        (!self.is_crash()).then_some(((self.0 >> 3) as usize, (self.0 & 7) as usize))
+        (!self.is_crash() && !self.is_comparison())
+            .then_some(((self.0 >> 3) as usize, (self.0 & 7) as usize))
     }
 
     /// Position of an edge label in a dense per-(edge, bucket) array.
     #[must_use]
     pub fn dense_index(self) -> Option<usize> {
-        (!self.is_crash()).then_some(self.0 as usize)
+        self.as_edge().map(|_| self.0 as usize)
     }
 
     /// The raw packed value.
@@ -140,6 +156,14 @@ impl fmt::Display for Label {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.as_edge() {
             Some((edge, bucket)) => write!(f, "edge:{edge}:{}", BUCKET_NAMES[bucket]),
+            None if self.is_comparison() => {
+                write!(
+                    f,
+                    "cmp:{}:{}",
+                    (self.0 & !COMPARISON_BIT) >> 8,
+                    self.0 & 0xff
+                )
+            }
             None => write!(f, "crash:{:016x}", self.0 & !CRASH_BIT),
         }
     }

@@ -69,6 +69,7 @@ pub mod stages;
 pub mod stats;
 pub mod symbols;
 pub mod table;
+pub mod value_profile;
 
 pub use cli::{main_for_target, Options};
 pub use config::Config;

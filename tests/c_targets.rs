@@ -540,3 +540,46 @@ fn libfuzzer_output_flags_silence_the_target_and_shape_the_progress_lines() {
         });
     assert!(loud_corpus_has_high_bytes, "the check above can fail");
 }
+
+#[test]
+fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
+    let dir = scratch("c-magic");
+    let fuzzer = build_planted(&dir, "magic.c", &[]);
+    // CmpLog off: the operands are not copied into the input, only compared.
+    let common = ["-seed=3", "--cmplog", "0"];
+    let plain = run(
+        &fuzzer,
+        &[
+            &common[..],
+            &["-runs=1000000", "-o", dir.join("plain").to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert_eq!(plain.status.code(), Some(0), "edges alone do not find it");
+    let profiled = run(
+        &fuzzer,
+        &[
+            &common[..],
+            &[
+                "-use_value_profile=1",
+                "-runs=20000000",
+                "-max_total_time=300",
+                "--stop-on-crash",
+                "-o",
+                dir.join("profiled").to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        profiled.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&profiled.stderr)
+    );
+    let crashes = crashes_by_input(&dir.join("profiled"));
+    assert!(
+        crashes.contains_key(&0x5a7c_31e9_u32.to_ne_bytes().to_vec()),
+        "{crashes:?}"
+    );
+}

@@ -29,6 +29,7 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("merge", "--merge", Scale::Switch),
     ("only_ascii", "--only-ascii", Scale::Switch),
     ("close_fd_mask", "--close-fd-mask", Scale::Same),
+    ("use_value_profile", "--use-value-profile", Scale::Switch),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -60,7 +61,6 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "mutation_graph_file",
     "use_counters",
     "use_memmem",
-    "use_value_profile",
     "use_cmp",
     "shrink",
     "reduce_inputs",
@@ -225,6 +225,7 @@ mod tests {
             "-frobnicate=1",
             "-print_final_stats=1",
             "-use_value_profile=1",
+            "-entropic=1",
             "seeds",
         ]))
         .unwrap();
@@ -241,11 +242,12 @@ mod tests {
                 "--artifact-prefix",
                 "crashes/",
                 "--print-final-stats",
+                "--use-value-profile",
             ]
         );
         assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
         assert!(t.warnings[0].contains("unrecognized flag `-frobnicate=1`"));
-        assert!(t.warnings[1].contains("`-use_value_profile` is not used"));
+        assert!(t.warnings[1].contains("`-entropic` is not used"));
         assert!(LIBFUZZER_FLAGS
             .iter()
             .all(|(name, _, _)| !LIBFUZZER_IGNORED_FLAGS.contains(name)));

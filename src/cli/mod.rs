@@ -79,6 +79,11 @@ pub struct Options {
     #[arg(long, value_name = "MASK", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub close_fd_mask: u8,
 
+    /// Comparisons are labels too, per operand bits matched (libFuzzer: -use_value_profile=1):
+    /// magic values are approached a bit at a time, at some cost in speed.
+    #[arg(long)]
+    pub use_value_profile: bool,
+
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
     /// parse them: cov is edges, ft is labels.
     #[arg(long)]
@@ -252,6 +257,7 @@ impl Options {
             havoc: self.havoc,
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,
+            value_profile: self.use_value_profile,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
             } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
