@@ -24,8 +24,9 @@ pub fn reset_before_run() {
     if ENABLED.load(Ordering::Relaxed) {
         // SAFETY: the map is only written by the comparison callbacks of the target, which
         // runs on this thread, after this returns.
+        let map = &raw mut libafl_targets::CMP_MAP;
         unsafe {
-            (*(&raw mut libafl_targets::CMP_MAP)).fill(0);
+            (*map).fill(0);
         }
     }
 }
@@ -36,7 +37,8 @@ pub fn collect_labels(out: &mut Vec<Label>) {
         return;
     }
     // SAFETY: read after the execution, on the thread that ran it.
-    let map = unsafe { &*(&raw const libafl_targets::CMP_MAP) };
+    let map = &raw const libafl_targets::CMP_MAP;
+    let map = unsafe { &*map };
     let mut chunks = map.chunks_exact(8);
     let mut base = 0;
     for chunk in &mut chunks {
