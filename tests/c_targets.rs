@@ -579,7 +579,7 @@ fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
     );
     let crashes = crashes_by_input(&dir.join("profiled"));
     assert!(
-        crashes.contains_key(&0x5a7c_31e9_u32.to_ne_bytes().to_vec()),
+        crashes.contains_key(0x5a7c_31e9_u32.to_ne_bytes().as_slice()),
         "{crashes:?}"
     );
 }
