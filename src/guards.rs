@@ -10,6 +10,7 @@
 pub fn install_in_fuzzing_process(rss_limit_mb: usize) {
     crate::crash::install_panic_hook();
     crate::signals::install();
+    crate::signals::install_alarm_guard();
     crate::crash::install_exit_guard();
     crate::memory::start_watch(rss_limit_mb);
     crate::interrupt::install_in_fuzzer();

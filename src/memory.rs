@@ -52,6 +52,9 @@ pub fn start_watch(limit_mb: usize) {
                 let rss = resident_mb();
                 PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
                 let execution = crate::signals::target_entries();
+                if crate::signals::take_dropped_memory_interrupt() {
+                    interrupted = None;
+                }
                 if limit_mb > 0
                     && rss > limit_mb
                     && crate::signals::target_running()

@@ -583,3 +583,41 @@ fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
         "{crashes:?}"
     );
 }
+
+#[test]
+fn a_timeout_that_fires_inside_malloc_is_reported_not_deadlocked() {
+    let dir = scratch("c-alloc-hang");
+    let fuzzer = build_planted(&dir, "alloc_hang.c", &[]);
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    std::fs::write(seeds.join("hang"), b"Hang").unwrap();
+    let out = dir.join("out");
+    // Every execution of an `H` input hangs inside the allocator; each timeout restarts the
+    // process, and none may leave the fuzzer waiting on the allocator's lock.
+    let result = common::run_bounded(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--timeout",
+            "100",
+            "--runs",
+            "3000",
+            "--max-time",
+            "60",
+            "--seed",
+            "1",
+            seeds.to_str().unwrap(),
+        ],
+        std::time::Duration::from_secs(150),
+    );
+    assert_eq!(
+        result.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let crashes = crashes_by_input(&out);
+    let (kind, _) = crashes.get(b"H".as_slice()).expect("the minimal hang");
+    assert_eq!(kind, "timeout");
+}

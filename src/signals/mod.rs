@@ -6,6 +6,7 @@
 //! the executable's load address: stable across runs despite ASLR, so the same bug gets the same
 //! label in every process, and two bugs raising the same signal get two labels.
 
+mod defer;
 mod sanitizer;
 mod site;
 
@@ -13,6 +14,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+pub use defer::install_alarm_guard;
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
 use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
 pub use site::{collapse_recursion, describe_frames, recursive_cycle};
@@ -97,6 +99,15 @@ static TARGET_RUNNING: AtomicBool = AtomicBool::new(false);
 static TARGET_ENTRIES: AtomicU64 = AtomicU64::new(0);
 /// Set while this process handles a crash signal (the handler ends the process).
 static HANDLING_CRASH: AtomicBool = AtomicBool::new(false);
+/// Set when a memory interrupt landed in the allocator and was dropped: the watcher sends it
+/// again.
+static MEMORY_INTERRUPT_DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the last memory interrupt was dropped (it landed in the allocator); clears it.
+#[must_use]
+pub fn take_dropped_memory_interrupt() -> bool {
+    MEMORY_INTERRUPT_DROPPED.swap(false, Ordering::SeqCst)
+}
 pub(super) static NOTED_ABORT: AtomicU8 = AtomicU8::new(0);
 pub(super) const NOTED_EXIT: u8 = 1;
 pub(super) const NOTED_OUT_OF_MEMORY: u8 = 2;
@@ -305,6 +316,15 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             if !target_running() {
                 NOTED_ABORT.store(0, Ordering::SeqCst);
             }
+            return;
+        }
+        // Inside malloc or free the allocator's lock may be held, and saving the input
+        // allocates: the interrupt waits for the watcher's next look.
+        if is_memory_interrupt(signal, info)
+            && defer::interrupted_in_allocator(interrupted_pc_sp(context).0)
+        {
+            NOTED_ABORT.store(0, Ordering::SeqCst);
+            MEMORY_INTERRUPT_DROPPED.store(true, Ordering::SeqCst);
             return;
         }
         HANDLING_CRASH.store(true, Ordering::SeqCst);

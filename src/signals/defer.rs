@@ -1,0 +1,148 @@
+//! Signals that must not land inside the allocator.
+//!
+//! LibAFL saves a timeout's input from inside its SIGALRM handler, and that allocates. When the
+//! timer fires while the target is inside `malloc` or `free`, the allocator's lock is held by
+//! the interrupted code, and the handler waits on it forever: the fuzzing process hangs (seen
+//! on SQLite, whose slow inputs free a lot). The same holds for the memory watcher's SIGABRT.
+//! Both signals are asynchronous, so they can wait: a guard in front of LibAFL's SIGALRM handler
+//! re-arms a short timer and returns while the interrupted code is in the allocator, and the
+//! site recorder drops a memory interrupt there (the watcher sends it again).
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Entry points of the C allocator: a frame in one of them means its lock may be held.
+const ALLOCATOR_FUNCTIONS: [&str; 14] = [
+    "malloc",
+    "free",
+    "realloc",
+    "calloc",
+    "cfree",
+    "memalign",
+    "aligned_alloc",
+    "posix_memalign",
+    "valloc",
+    "pvalloc",
+    "__libc_malloc",
+    "__libc_free",
+    "__libc_realloc",
+    "__libc_calloc",
+];
+
+/// How many innermost frames of the interrupted code are looked at.
+const FRAMES_LOOKED_AT: usize = 24;
+/// How long a deferred timeout waits before it is tried again.
+const RETRY_MICROS: libc::suseconds_t = 2_000;
+/// After this many retries in one execution the timeout is delivered whatever the target does
+/// (a target stuck inside its allocator for good is a hang too).
+const MAX_RETRIES: u32 = 2_500;
+
+/// LibAFL's SIGALRM handler, which the guard hands timeouts to.
+static PREVIOUS_ALARM: OnceLock<libc::sigaction> = OnceLock::new();
+/// The execution a deferred timeout belongs to (`target_entries` then), and the retries so far.
+static DEFERRED_FOR: AtomicU64 = AtomicU64::new(0);
+static RETRIES: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the code the signal interrupted is inside the C allocator: walks its innermost
+/// frames (the unwinder crosses the signal frame) and names each with `dladdr`.
+pub(super) fn interrupted_in_allocator(pc: usize) -> bool {
+    let mut frames = [0usize; 64];
+    let mut count = 0;
+    // SAFETY: the unsynchronized walk is what the site recorder already does in a handler.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            frames[count] = frame.ip() as usize;
+            count += 1;
+            count < frames.len()
+        });
+    }
+    let start = frames[..count].iter().position(|&ip| ip == pc).unwrap_or(0);
+    frames[start..count]
+        .iter()
+        .take(FRAMES_LOOKED_AT)
+        .any(|&ip| in_allocator_function(ip))
+}
+
+fn in_allocator_function(ip: usize) -> bool {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-parameter.
+    if unsafe { libc::dladdr(ip as *const c_void, &raw mut info) } == 0 || info.dli_sname.is_null()
+    {
+        return false;
+    }
+    // SAFETY: dladdr returned a NUL-terminated symbol name.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_bytes();
+    ALLOCATOR_FUNCTIONS.iter().any(|f| f.as_bytes() == name)
+}
+
+/// Arms the process's real-time interval timer once, `RETRY_MICROS` from now (SIGALRM again).
+fn arm_retry() {
+    let timer = libc::itimerval {
+        it_interval: libc::timeval {
+            tv_sec: 0,
+            tv_usec: 0,
+        },
+        it_value: libc::timeval {
+            tv_sec: 0,
+            tv_usec: RETRY_MICROS,
+        },
+    };
+    // SAFETY: setitimer with a valid value; ITIMER_REAL is not LibAFL's timer (a POSIX timer).
+    unsafe { libc::setitimer(libc::ITIMER_REAL, &raw const timer, std::ptr::null_mut()) };
+}
+
+extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let execution = super::target_entries();
+    // LibAFL's timer is a POSIX timer (SI_TIMER); the retry timer is the interval timer.
+    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
+    let retry = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    if retry {
+        if DEFERRED_FOR.swap(0, Ordering::Relaxed) != execution || !super::target_running() {
+            return; // armed for an execution that has ended since: nothing to time out
+        }
+    } else {
+        RETRIES.store(0, Ordering::Relaxed);
+    }
+    if super::target_running() && RETRIES.load(Ordering::Relaxed) < MAX_RETRIES {
+        // SAFETY: the kernel passes a valid context to SA_SIGINFO handlers.
+        let (pc, _) = unsafe { super::interrupted_pc_sp(context) };
+        if interrupted_in_allocator(pc) {
+            RETRIES.fetch_add(1, Ordering::Relaxed);
+            DEFERRED_FOR.store(execution, Ordering::Relaxed);
+            arm_retry();
+            return;
+        }
+    }
+    if let Some(previous) = PREVIOUS_ALARM.get() {
+        if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            // SAFETY: LibAFL's handler, installed with SA_SIGINFO, takes these arguments.
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
+                unsafe { std::mem::transmute(previous.sa_sigaction) };
+            handler(signal, info, context);
+        }
+    }
+}
+
+/// Puts the allocator guard in front of the current SIGALRM handler (call after the executor
+/// is built, so that LibAFL's timeout handler is the one guarded).
+pub fn install_alarm_guard() {
+    // SAFETY: plain sigaction calls at start-up.
+    unsafe {
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGALRM, std::ptr::null(), &raw mut previous) != 0 {
+            return;
+        }
+        if previous.sa_sigaction == guard_alarm as *const () as usize
+            || previous.sa_flags & libc::SA_SIGINFO == 0
+        {
+            return; // already guarded, or not LibAFL's handler
+        }
+        let _ = PREVIOUS_ALARM.set(previous);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = guard_alarm as *const () as usize;
+        action.sa_flags = previous.sa_flags;
+        action.sa_mask = previous.sa_mask;
+        libc::sigaction(libc::SIGALRM, &raw const action, std::ptr::null_mut());
+    }
+}
