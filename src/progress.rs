@@ -4,7 +4,28 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::report::Summary;
+/// What a progress line shows, taken from the run's summary.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Executions so far.
+    pub executions: u64,
+    /// Seconds since the run started.
+    pub elapsed_secs: f64,
+    /// Executions per second.
+    pub execs_per_sec: f64,
+    /// Labels held.
+    pub labels: usize,
+    /// Distinct edges reached.
+    pub edges: usize,
+    /// Corpus inputs.
+    pub corpus_entries: usize,
+    /// Corpus bytes.
+    pub corpus_bytes: usize,
+    /// The kind of every crash label (`panic`, `signal`, `timeout`, ...).
+    pub crash_kinds: Vec<String>,
+    /// Peak resident memory, MiB.
+    pub peak_rss_mb: usize,
+}
 
 /// Which progress line to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,12 +82,12 @@ fn clock(secs: f64) -> String {
 }
 
 /// The terminal status of `summary`: `STATUS_LINES` lines, each cleared before it is written.
-fn status(summary: &Summary, since_new_label: f64) -> Vec<String> {
+fn status(summary: &Figures, since_new_label: f64) -> Vec<String> {
     let mut kinds: Vec<(&str, usize)> = Vec::new();
-    for crash in &summary.crashes {
-        match kinds.iter_mut().find(|(k, _)| *k == crash.kind) {
+    for kind in &summary.crash_kinds {
+        match kinds.iter_mut().find(|(k, _)| k == kind) {
             Some((_, n)) => *n += 1,
-            None => kinds.push((&crash.kind, 1)),
+            None => kinds.push((kind, 1)),
         }
     }
     let crashes = if kinds.is_empty() {
@@ -90,11 +111,11 @@ fn status(summary: &Summary, since_new_label: f64) -> Vec<String> {
             "labels {}   edges {}   corpus {} inputs, {} bytes   last new label {} ago",
             grouped(summary.labels as u64),
             grouped(summary.edges as u64),
-            grouped(summary.corpus.entries as u64),
-            grouped(summary.corpus.bytes as u64),
+            grouped(summary.corpus_entries as u64),
+            grouped(summary.corpus_bytes as u64),
             clock(since_new_label)
         ),
-        format!("crash labels {}: {crashes}", summary.crashes.len()),
+        format!("crash labels {}: {crashes}", summary.crash_kinds.len()),
     ]
 }
 
@@ -121,7 +142,7 @@ impl Progress {
 
     /// The line (or lines) for `summary` at `moment`.
     #[must_use]
-    pub fn lines(&self, summary: &Summary, moment: Moment) -> String {
+    pub fn lines(&self, summary: &Figures, moment: Moment) -> String {
         let labels = summary.labels as u64;
         let first = self.lines.fetch_add(1, Ordering::Relaxed) == 0;
         let grew = self.last_labels.swap(labels, Ordering::Relaxed) < labels;
@@ -151,9 +172,9 @@ impl Progress {
                 summary.execs_per_sec,
                 summary.labels,
                 summary.edges,
-                summary.corpus.entries,
-                summary.corpus.bytes,
-                summary.crashes.len()
+                summary.corpus_entries,
+                summary.corpus_bytes,
+                summary.crash_kinds.len()
             ),
             ProgressStyle::LibFuzzer => {
                 let event = match moment {
@@ -167,8 +188,8 @@ impl Progress {
                     summary.executions,
                     summary.edges,
                     summary.labels,
-                    summary.corpus.entries,
-                    libfuzzer_size(summary.corpus.bytes as u64),
+                    summary.corpus_entries,
+                    libfuzzer_size(summary.corpus_bytes as u64),
                     summary.execs_per_sec,
                     summary.peak_rss_mb
                 );
@@ -188,17 +209,15 @@ impl Progress {
 mod tests {
     use super::*;
 
-    fn summary(executions: u64, labels: usize) -> Summary {
-        Summary {
+    fn summary(executions: u64, labels: usize) -> Figures {
+        Figures {
             executions,
             labels,
             edges: 7,
-            corpus: crate::report::CorpusSize {
-                entries: 3,
-                bytes: 20_000,
-            },
+            corpus_entries: 3,
+            corpus_bytes: 20_000,
             peak_rss_mb: 31,
-            ..Summary::default()
+            ..Figures::default()
         }
     }
 

@@ -76,6 +76,22 @@ fn one() -> usize {
 }
 
 impl Summary {
+    /// What the progress line shows of this summary.
+    #[must_use]
+    pub fn figures(&self) -> crate::progress::Figures {
+        crate::progress::Figures {
+            executions: self.executions,
+            elapsed_secs: self.elapsed_secs,
+            execs_per_sec: self.execs_per_sec,
+            labels: self.labels,
+            edges: self.edges,
+            corpus_entries: self.corpus.entries,
+            corpus_bytes: self.corpus.bytes,
+            crash_kinds: self.crashes.iter().map(|c| c.kind.clone()).collect(),
+            peak_rss_mb: self.peak_rss_mb,
+        }
+    }
+
     /// Reads a summary written by a run.
     pub fn read(out: &OutputDir) -> Result<Self, LabelfuzzError> {
         Self::read_file(&out.root().join("summary.json"))
@@ -351,7 +367,7 @@ impl Reporter {
             crate::stats::append(&self.out, &summary.point(), &clients, offset)?;
         }
         if !self.quiet && self.client.is_first() {
-            crate::say!("{}", self.progress.lines(&summary, moment));
+            crate::say!("{}", self.progress.lines(&summary.figures(), moment));
         }
         Ok(own)
     }
