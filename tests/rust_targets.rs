@@ -240,7 +240,7 @@ fn a_target_without_bugs_exits_zero_after_its_runs() {
         &[
             "-o",
             out.to_str().unwrap(),
-            "-use_value_profile=1",
+            "-entropic=1",
             "-print_final_stats=1",
             "-runs=1000",
             "-runs=2000",
@@ -250,7 +250,7 @@ fn a_target_without_bugs_exits_zero_after_its_runs() {
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("`-use_value_profile` is not used by labelfuzz; ignored"),
+        stderr.contains("`-entropic` is not used by labelfuzz; ignored"),
         "{stderr}"
     );
     assert!(
