@@ -30,11 +30,7 @@ fn ignored_files() -> String {
 
 /// A failure worded for the user.
 fn failure(message: String) -> LabelfuzzError {
-    LabelfuzzError::io(
-        "measure coverage in",
-        Path::new("."),
-        std::io::Error::other(message),
-    )
+    LabelfuzzError::Usage(message)
 }
 
 /// Directories that may hold an `llvm-profdata`/`llvm-cov` pair matching the build's LLVM:

@@ -242,37 +242,43 @@ pub fn cmin(args: &TargetArgs, corpus: Option<PathBuf>) -> Result<ExitCode, Erro
     Ok(ExitCode::SUCCESS)
 }
 
-/// `cargo labelfuzz report`: the fuzzer's `report` on the target's run.
-pub fn report(args: &TargetArgs) -> Result<ExitCode, Error> {
+/// Runs the built fuzzer's `subcommand` (`report` or `coverage`) on the target's run in
+/// `fuzz/labelfuzz/TARGET/`.
+fn on_the_run(
+    args: &TargetArgs,
+    subcommand: &str,
+    coverage_build: bool,
+) -> Result<ExitCode, Error> {
     let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     let state = project.state_dir(target);
-    let exe = build::build(&project, target, &args.build)?;
+    if !state.join("summary.json").is_file() {
+        return Err(Error::new(format!(
+            "no run of '{target}' in {} (cargo labelfuzz run {target} first)",
+            state.display()
+        )));
+    }
+    let exe = if coverage_build {
+        build::build_for_coverage(&project, target, &args.build)?
+    } else {
+        build::build(&project, target, &args.build)?
+    };
     let status = Command::new(&exe)
-        .arg("report")
+        .arg(subcommand)
         .arg(&state)
         .status()
         .map_err(|e| Error::io("run", &exe, &e))?;
     Ok(exit_code(status))
 }
 
+/// `cargo labelfuzz report`: the run's `report.html`.
+pub fn report(args: &TargetArgs) -> Result<ExitCode, Error> {
+    on_the_run(args, "report", false)
+}
+
 /// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
 /// `fuzz/labelfuzz/TARGET/coverage/`.
 pub fn coverage(args: &TargetArgs) -> Result<ExitCode, Error> {
-    let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
-    let state = project.state_dir(target);
-    if !state.join("summary.json").is_file() {
-        return Err(Error::new(format!(
-            "no run of '{target}' to measure in {} (cargo labelfuzz run {target} first)",
-            state.display()
-        )));
-    }
-    let exe = build::build_for_coverage(&project, target, &args.build)?;
-    let status = Command::new(&exe)
-        .arg("coverage")
-        .arg(&state)
-        .status()
-        .map_err(|e| Error::io("run", &exe, &e))?;
-    Ok(exit_code(status))
+    on_the_run(args, "coverage", true)
 }
 
 /// `cargo labelfuzz fmt`: prints an input as the target sees it.

@@ -84,18 +84,28 @@ fn print_reductions(config: &Config, summary: &crate::report::Summary) {
     println!("target runs: {}", summary.executions);
 }
 
+/// The one optional OUTPUT_DIR of the `report` and `coverage` subcommands (default `out`);
+/// `None` after printing the usage of `command`, which writes `writes` into it.
+fn output_dir_argument(
+    args: &[std::ffi::OsString],
+    command: &str,
+    writes: &str,
+) -> Option<std::path::PathBuf> {
+    match args {
+        [] => Some(std::path::PathBuf::from("out")),
+        [dir] if !dir.to_string_lossy().starts_with('-') => Some(std::path::PathBuf::from(dir)),
+        _ => {
+            eprintln!("usage: {command} [OUTPUT_DIR]   (writes OUTPUT_DIR/{writes})");
+            None
+        }
+    }
+}
+
 /// `FUZZER coverage [OUT]` (run by a coverage build): replays OUT's inputs and writes
 /// `OUT/coverage/`; returns the exit status.
 fn coverage_command(args: &[std::ffi::OsString]) -> i32 {
-    let out = match args {
-        [] => std::path::PathBuf::from("out"),
-        [dir] if !dir.to_string_lossy().starts_with('-') => std::path::PathBuf::from(dir),
-        _ => {
-            eprintln!(
-                "usage: COVERAGE_BUILD coverage [OUTPUT_DIR]   (writes OUTPUT_DIR/coverage/)"
-            );
-            return 2;
-        }
+    let Some(out) = output_dir_argument(args, "COVERAGE_BUILD coverage", "coverage/") else {
+        return 2;
     };
     match crate::coverage::write_coverage(&out) {
         Ok(summary) => {
@@ -121,13 +131,8 @@ fn coverage_command(args: &[std::ffi::OsString]) -> i32 {
 
 /// `FUZZER report [OUT]`: writes `OUT/report.html` (default `out`); returns the exit status.
 fn report_command(args: &[std::ffi::OsString]) -> i32 {
-    let out = match args {
-        [] => std::path::PathBuf::from("out"),
-        [dir] if !dir.to_string_lossy().starts_with('-') => std::path::PathBuf::from(dir),
-        _ => {
-            eprintln!("usage: FUZZER report [OUTPUT_DIR]   (writes OUTPUT_DIR/report.html)");
-            return 2;
-        }
+    let Some(out) = output_dir_argument(args, "FUZZER report", "report.html") else {
+        return 2;
     };
     let exe = std::env::current_exe().ok();
     match crate::html_report::write_report(&out, exe.as_deref()) {

@@ -176,19 +176,21 @@ pub fn install() {
 pub fn mark_target_entry(frame_address: usize) {
     TARGET_ENTRY.store(frame_address, Ordering::Relaxed);
     TARGET_ENTRIES.fetch_add(1, Ordering::Relaxed);
-    TARGET_RUNNING.store(true, Ordering::SeqCst);
+    // Relaxed: read on this thread (its signal handlers) or by the watcher, which tolerates
+    // a stale value for a poll; this runs once per execution.
+    TARGET_RUNNING.store(true, Ordering::Relaxed);
 }
 
 /// Marks that the target returned (or unwound) to the fuzzer.
 pub fn mark_target_exit() {
-    TARGET_RUNNING.store(false, Ordering::SeqCst);
+    TARGET_RUNNING.store(false, Ordering::Relaxed);
 }
 
 /// Whether the target is running now. A plain atomic, readable from signal handlers, the exit
 /// guard and the memory watcher's thread.
 #[must_use]
 pub fn target_running() -> bool {
-    TARGET_RUNNING.load(Ordering::SeqCst)
+    TARGET_RUNNING.load(Ordering::Relaxed)
 }
 
 /// How many times the target was entered in this process: names one execution, so that the
