@@ -41,7 +41,8 @@ impl Fuzzer {
         }
     }
 
-    fn dir_name(self) -> &'static str {
+    /// Name in directories and `BENCH_FUZZERS`.
+    pub fn dir_name(self) -> &'static str {
         match self {
             Fuzzer::Labelfuzz => "labelfuzz",
             Fuzzer::Libfuzzer => "libfuzzer",

@@ -12,6 +12,8 @@
 //! - `BENCH_SECS` (600) per run and `BENCH_SEEDS` (3) runs per fuzzer and target; the smoke
 //!   run is `BENCH_SECS=120 BENCH_SEEDS=1`, the long one `BENCH_SECS=3600`;
 //! - `BENCH_TARGETS` (all): comma-separated target names;
+//! - `BENCH_FUZZERS` (all): comma-separated fuzzers to run (`labelfuzz`, `libfuzzer`,
+//!   `aflpp`); the tables still include every fuzzer's finished runs;
 //! - `BENCH_CPUS` (every core): the cores to run on, one fuzzer per core at a time;
 //! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
 //!   snapshots;
@@ -46,6 +48,8 @@ struct Job {
     target: usize,
     fuzzer: Fuzzer,
     seed: u64,
+    /// Whether to run it when it is missing or stale; otherwise its last results are used.
+    run: bool,
 }
 
 fn main() {
@@ -68,6 +72,14 @@ fn main() {
     let measure_every = env_secs("BENCH_MEASURE_EVERY", if secs <= 1200 { 1 } else { 5 }).max(1);
     let fresh = std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1");
     let chosen = std::env::var("BENCH_TARGETS").unwrap_or_default();
+    let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
+    assert!(
+        fuzzers_to_run
+            .split(',')
+            .filter(|f| !f.trim().is_empty())
+            .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
+        "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp"
+    );
     let targets: Vec<&'static Target> = TARGETS
         .iter()
         .filter(|t| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == t.name))
@@ -92,10 +104,23 @@ fn main() {
     for seed in 1..=seeds {
         for target in 0..targets.len() {
             for fuzzer in Fuzzer::ALL {
+                let run = fuzzers_to_run.is_empty()
+                    || fuzzers_to_run
+                        .split(',')
+                        .any(|f| f.trim() == fuzzer.dir_name());
+                let done = read_json(
+                    &fuzzers::run_dir(&bench, targets[target].name, fuzzer, seed)
+                        .join("measured.json"),
+                )["points"]
+                    .is_array();
+                if !run && !done {
+                    continue;
+                }
                 jobs.push(Job {
                     target,
                     fuzzer,
                     seed,
+                    run,
                 });
             }
         }
@@ -115,10 +140,9 @@ fn main() {
                 let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
                 let builds = &builds[job.target];
                 let fingerprint = builds.fingerprint(&job.fuzzer.binaries(builds));
-                let measured = if !fresh
-                    && read_json(&dir.join("measured.json"))["build"].as_str()
-                        == Some(fingerprint.as_str())
-                {
+                let current = read_json(&dir.join("measured.json"))["build"].as_str()
+                    == Some(fingerprint.as_str());
+                let measured = if !job.run || (!fresh && current) {
                     load(target, job.fuzzer, job.seed, &dir)
                 } else {
                     eprintln!(
