@@ -1,5 +1,5 @@
 //! Records which rustc built labelfuzz, and compiles the comparison interceptors
-//! (`src/cmp_interceptors.c`).
+//! (`src/cmp_interceptors.c`) and SanitizerCoverage's comparison callbacks (`src/sancov_cmp.c`).
 //!
 //! SanitizerCoverage instrumentation of a Rust target is done by the same rustc (and so the same
 //! LLVM) that compiles labelfuzz; when coverage looks wrong, the first question is which
@@ -23,8 +23,11 @@ fn main() {
     // The comparison interceptors go into every fuzzer whole: nothing refers to them by name,
     // they replace libc's routines by being linked into the executable.
     println!("cargo:rerun-if-changed=src/cmp_interceptors.c");
+    println!("cargo:rerun-if-changed=src/sancov_cmp.c");
     cc::Build::new()
         .file("src/cmp_interceptors.c")
+        .file("src/sancov_cmp.c")
+        .opt_level(3)
         .flag("-fno-builtin")
         .link_lib_modifier("+whole-archive")
         .compile("labelfuzz_cmp_interceptors");

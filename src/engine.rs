@@ -16,7 +16,6 @@ use libafl::inputs::BytesInput;
 use libafl::mutators::{
     havoc_mutations, tokens_mutations, HavocScheduledMutator, I2SRandReplace, Tokens,
 };
-use libafl::observers::HitcountsMapObserver;
 use libafl::stages::Stage;
 use libafl::state::{HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
@@ -148,8 +147,7 @@ fn fuzz_until_done<EM: ClientManager>(
     manager: &mut EM,
     client: Client,
 ) -> Result<Summary, LabelfuzzError> {
-    let edges =
-        HitcountsMapObserver::new(unsafe { libafl_targets::std_edges_map_observer("edges") });
+    let edges = unsafe { libafl_targets::std_edges_map_observer("edges") };
     let crash_observer = CrashObserver::new();
     let (edges_handle, crash_handle) = (edges.handle(), crash_observer.handle());
 

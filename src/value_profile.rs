@@ -14,9 +14,27 @@ use crate::labels::Label;
 /// Whether comparisons are labels in this process.
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+// The comparison callbacks (src/sancov_cmp.c) fill the value-profile map only while this is set.
+extern "C" {
+    static mut labelfuzz_value_profile_enabled: u8;
+}
+
+// src/sancov_cmp.c writes LibAFL's maps with the sizes it assumes.
+const _: () = assert!(libafl_targets::CMP_MAP_SIZE == 65_536);
+const _: () = assert!(libafl_targets::CMPLOG_MAP_W == 65_536);
+const _: () = assert!(libafl_targets::CMPLOG_MAP_H == 32);
+const _: () = assert!(
+    std::mem::size_of::<libafl_targets::CmpLogMap>() == 65_536 * 4 + 65_536 * 32 * 24,
+    "LibAFL's CmpLog map is not the layout src/sancov_cmp.c writes"
+);
+
 /// Makes comparisons labels from now on.
 pub fn enable() {
     ENABLED.store(true, Ordering::Relaxed);
+    // SAFETY: a byte the comparison callbacks only read; set before the target runs.
+    unsafe {
+        *std::ptr::addr_of_mut!(labelfuzz_value_profile_enabled) = 1;
+    }
 }
 
 /// Clears the map before an execution (nothing when value profile is off).

@@ -302,6 +302,36 @@ mod tests {
     }
 
     #[test]
+    fn the_comparison_callbacks_log_operands_only_while_tracing() {
+        use libafl::observers::CmpMap;
+        use libafl_targets::{CMPLOG_ENABLED, CMPLOG_MAP};
+        extern "C" {
+            fn __sanitizer_cov_trace_const_cmp4(a: u32, b: u32);
+            fn __sanitizer_cov_trace_cmp2(a: u16, b: u16);
+        }
+        // SAFETY: this test alone uses the CmpLog map; the callbacks are labelfuzz's own.
+        unsafe {
+            (*std::ptr::addr_of_mut!(CMPLOG_MAP)).reset().unwrap();
+            __sanitizer_cov_trace_const_cmp4(0xdead_beef, 1);
+            CMPLOG_ENABLED = 1;
+            __sanitizer_cov_trace_const_cmp4(0x1234_5678, 2);
+            __sanitizer_cov_trace_cmp2(7, 9);
+            CMPLOG_ENABLED = 0;
+            __sanitizer_cov_trace_cmp2(11, 12);
+        }
+        let mut logged = traced_operands();
+        logged.sort_by_key(|v| format!("{v:?}"));
+        assert_eq!(
+            logged,
+            vec![
+                CmpValues::U16((7, 9, false)),
+                CmpValues::U32((0x1234_5678, 2, true)),
+            ],
+            "the constant side is marked, and nothing is logged outside a traced run"
+        );
+    }
+
+    #[test]
     fn the_traced_cache_keeps_the_most_recent_entries_only() {
         let mut cache = TracedCache::default();
         let list = || vec![CmpValues::U8((1, 2, false))];
