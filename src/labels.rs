@@ -205,9 +205,9 @@ pub fn collect_edge_labels(hit_counts: &[u8], out: &mut Vec<Label>) {
     let mut blocks = hit_counts.chunks_exact(BLOCK);
     let mut base = 0;
     for block in &mut blocks {
-        let any = block
-            .chunks_exact(8)
-            .fold(0u64, |acc, word| acc | u64::from_ne_bytes(word.try_into().expect("eight")));
+        let any = block.chunks_exact(8).fold(0u64, |acc, word| {
+            acc | u64::from_ne_bytes(word.try_into().expect("eight"))
+        });
         if any != 0 {
             push_hit_edges(block, base, out);
         }
@@ -225,14 +225,20 @@ fn push_hit_edges(counts: &[u8], base: usize, out: &mut Vec<Label>) {
         while bits != 0 {
             let byte = bits.trailing_zeros() / 8;
             let count = (bits >> (byte * 8)) as u8;
-            out.push(Label::edge(word_base + byte as usize, CLASSIFIED[usize::from(count)]));
+            out.push(Label::edge(
+                word_base + byte as usize,
+                CLASSIFIED[usize::from(count)],
+            ));
             bits &= !(0xff << (byte * 8));
         }
         word_base += 8;
     }
     for (offset, &count) in words.remainder().iter().enumerate() {
         if count != 0 {
-            out.push(Label::edge(word_base + offset, CLASSIFIED[usize::from(count)]));
+            out.push(Label::edge(
+                word_base + offset,
+                CLASSIFIED[usize::from(count)],
+            ));
         }
     }
 }
@@ -296,8 +302,21 @@ mod tests {
     fn collects_every_hit_edge_with_its_bucket_and_nothing_else() {
         // Across a 64-byte block boundary and into the remainder.
         let mut map = vec![0u8; 150];
-        let hits = [(0, 1, 1), (7, 200, 128), (8, 2, 2), (20, 3, 4), (63, 5, 8), (64, 12, 16)];
-        let more = [(100, 31, 32), (101, 32, 64), (127, 127, 64), (128, 128, 128), (149, 16, 32)];
+        let hits = [
+            (0, 1, 1),
+            (7, 200, 128),
+            (8, 2, 2),
+            (20, 3, 4),
+            (63, 5, 8),
+            (64, 12, 16),
+        ];
+        let more = [
+            (100, 31, 32),
+            (101, 32, 64),
+            (127, 127, 64),
+            (128, 128, 128),
+            (149, 16, 32),
+        ];
         for &(edge, count, _) in hits.iter().chain(&more) {
             map[edge] = count;
         }

@@ -58,6 +58,7 @@ pub mod memory;
 pub mod mutators;
 pub mod order;
 pub mod output;
+pub mod pattern;
 pub mod progress;
 pub mod reject;
 pub mod report;

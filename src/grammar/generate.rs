@@ -40,6 +40,56 @@ pub struct ChoiceSequence<'a> {
     next: usize,
     /// The choices as used, when recorded (see [`ChoiceSequence::used`]).
     used: Option<Vec<u32>>,
+    /// While set, choices come from here instead of the source (a subtree being regenerated).
+    pub(crate) random: Option<RandomChoices>,
+}
+
+/// Random choices with a budget: once it is spent every choice is 0, a cheapest rule, so a
+/// regenerated subtree stays about as large as the budget allows.
+#[derive(Clone, Debug)]
+pub struct RandomChoices {
+    state: u64,
+    budget: usize,
+    /// Fixed choices to replay first (a subtree copied elsewhere), before any random one.
+    replay: std::collections::VecDeque<u32>,
+}
+
+impl RandomChoices {
+    /// Random choices from `seed`, at most `budget` of them non-zero.
+    #[must_use]
+    pub fn new(seed: u64, budget: usize) -> Self {
+        RandomChoices {
+            state: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            budget,
+            replay: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Replays `choices` (then nothing but zeros).
+    #[must_use]
+    pub fn replaying(choices: &[u32]) -> Self {
+        RandomChoices {
+            state: 1,
+            budget: 0,
+            replay: choices.iter().copied().collect(),
+        }
+    }
+
+    fn next(&mut self, n: u32) -> u32 {
+        if let Some(choice) = self.replay.pop_front() {
+            return choice % n;
+        }
+        if self.budget == 0 {
+            return 0;
+        }
+        self.budget -= 1;
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let value = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+        u32::try_from(value % u64::from(n)).unwrap_or(0)
+    }
 }
 
 impl<'a> ChoiceSequence<'a> {
@@ -50,6 +100,7 @@ impl<'a> ChoiceSequence<'a> {
             source: Source::Wide(choices),
             next: 0,
             used: Some(Vec::new()),
+            random: None,
         }
     }
 
@@ -61,6 +112,7 @@ impl<'a> ChoiceSequence<'a> {
             source: Source::Bytes(bytes),
             next: 0,
             used: None,
+            random: None,
         }
     }
 
@@ -70,12 +122,30 @@ impl<'a> ChoiceSequence<'a> {
         if n <= 1 {
             return 0;
         }
-        let value = self.source.get(self.next).map_or(0, |choice| choice % n);
-        self.next += 1;
+        let value = match &mut self.random {
+            Some(random) => random.next(n),
+            None => {
+                let value = self.source.get(self.next).map_or(0, |choice| choice % n);
+                self.next += 1;
+                value
+            }
+        };
         if let Some(used) = &mut self.used {
             used.push(value);
         }
         value
+    }
+
+    /// How many choices have been read from the source.
+    #[must_use]
+    pub fn position(&self) -> usize {
+        self.next
+    }
+
+    /// How many choices have been used so far (recorded ones; 0 when nothing is recorded).
+    #[must_use]
+    pub fn used_len(&self) -> usize {
+        self.used.as_ref().map_or(0, Vec::len)
     }
 
     /// Whether every choice has been read.
@@ -91,6 +161,15 @@ impl<'a> ChoiceSequence<'a> {
     pub fn used(&self) -> Option<&[u32]> {
         let used = self.used.as_deref()?;
         Some(&used[..used.len().min(self.source.len())])
+    }
+
+    /// Every choice used, regenerated subtrees included, without trailing zeros (a choice 0 at
+    /// the end is what an exhausted sequence reads anyway): the sequence that renders the same.
+    #[must_use]
+    pub fn used_trimmed(&self) -> Option<&[u32]> {
+        let used = self.used.as_deref()?;
+        let end = used.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+        Some(&used[..end])
     }
 }
 
@@ -137,7 +216,81 @@ impl<'g> Generator<'g> {
     /// Renders `<start>` from `choices` through `hooks`.
     pub fn render(&self, choices: &mut ChoiceSequence<'_>, hooks: &mut dyn Hooks) -> Vec<u8> {
         let mut out = Vec::new();
-        self.expand(self.grammar.start(), 0, choices, hooks, &mut out);
+        self.expand(self.grammar.start(), 0, choices, hooks, &mut out, None);
+        out
+    }
+
+    /// Expands `symbol` alone, as at `depth`, from `choices`.
+    pub fn render_symbol(
+        &self,
+        symbol: SymbolId,
+        depth: usize,
+        choices: &mut ChoiceSequence<'_>,
+        hooks: &mut dyn Hooks,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.expand(symbol, depth, choices, hooks, &mut out, None);
+        out
+    }
+
+    /// Renders `<start>` from `choices` and returns the derivation tree too. Node ranges index
+    /// the choices used ([`ChoiceSequence::new`] records them) and the output.
+    pub fn render_traced(
+        &self,
+        choices: &mut ChoiceSequence<'_>,
+        hooks: &mut dyn Hooks,
+    ) -> (Vec<u8>, DerivationNode) {
+        let mut out = Vec::new();
+        let mut walk = Walk {
+            visited: 0,
+            trace: true,
+            splices: Vec::new(),
+        };
+        let tree = self
+            .expand(
+                self.grammar.start(),
+                0,
+                choices,
+                hooks,
+                &mut out,
+                Some(&mut walk),
+            )
+            .expect("a traced expansion returns its node");
+        (out, tree)
+    }
+
+    /// Renders `<start>` from `choices`, except that the subtree of each spliced node (numbered
+    /// in preorder, as in [`DerivationNode::index`]) takes its choices from its
+    /// [`RandomChoices`]; after it, reading resumes at the given choice (where that subtree
+    /// ended in `choices`). Nodes are numbered as in the unspliced rendering up to the first
+    /// splice; list splices in preorder.
+    pub fn render_spliced(
+        &self,
+        choices: &mut ChoiceSequence<'_>,
+        hooks: &mut dyn Hooks,
+        splices: Vec<(usize, RandomChoices, usize)>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut walk = Walk {
+            visited: 0,
+            trace: false,
+            splices: splices
+                .into_iter()
+                .map(|(node, with, resume_at)| Splice {
+                    node,
+                    with: Some(with),
+                    resume_at,
+                })
+                .collect(),
+        };
+        self.expand(
+            self.grammar.start(),
+            0,
+            choices,
+            hooks,
+            &mut out,
+            Some(&mut walk),
+        );
         out
     }
 
@@ -148,7 +301,20 @@ impl<'g> Generator<'g> {
         choices: &mut ChoiceSequence<'_>,
         hooks: &mut dyn Hooks,
         out: &mut Vec<u8>,
-    ) {
+        mut walk: Option<&mut Walk>,
+    ) -> Option<DerivationNode> {
+        let index = walk.as_deref_mut().map_or(0, |w| {
+            w.visited += 1;
+            w.visited - 1
+        });
+        let resume_at =
+            walk.as_deref_mut()
+                .and_then(|w| w.splice_at(index))
+                .map(|(with, resume_at)| {
+                    choices.random = Some(with);
+                    resume_at
+                });
+        let (choices_start, output_start) = (choices.used_len(), out.len());
         let rules = self.grammar.rules(symbol);
         // Cheapest rules come first; past the depth limit only they may be chosen. Once the
         // sequence is exhausted choice 0 is taken, which is one of them.
@@ -158,7 +324,10 @@ impl<'g> Generator<'g> {
             rules.len()
         };
         let count = u32::try_from(allowed).unwrap_or(u32::MAX);
-        let rule = &rules[choices.choose(count) as usize];
+        let rule_index = choices.choose(count) as usize;
+        let rule = &rules[rule_index];
+        let trace = walk.as_deref().is_some_and(|w| w.trace);
+        let mut children = Vec::new();
         for token in &rule.tokens {
             let symbol_name = match token.item {
                 Item::Symbol(id) => Some(self.grammar.name(id)),
@@ -169,15 +338,103 @@ impl<'g> Generator<'g> {
                 Some(hook) => hooks.pre(hook, symbol_name, choices),
                 None => None,
             };
-            match (replaced, &token.item) {
-                (Some(bytes), _) => out.extend_from_slice(&bytes),
-                (None, Item::Text(text)) => out.extend_from_slice(text),
-                (None, Item::Symbol(id)) => self.expand(*id, depth + 1, choices, hooks, out),
+            let part = match (replaced, &token.item) {
+                (Some(bytes), _) => {
+                    out.extend_from_slice(&bytes);
+                    None
+                }
+                (None, Item::Text(text)) => {
+                    out.extend_from_slice(text);
+                    None
+                }
+                (None, Item::Symbol(id)) => self
+                    .expand(*id, depth + 1, choices, hooks, out, walk.as_deref_mut())
+                    .map(DerivationPart::Node),
+            };
+            if trace {
+                // Text, and a hooked token's replacement, are leaves of this node.
+                children.push(part.unwrap_or(DerivationPart::Text(start..out.len())));
             }
             if let Some(hook) = &token.hook {
                 hooks.post(hook, symbol_name, &out[start..]);
             }
         }
+        if let Some(resume_at) = resume_at {
+            choices.random = None;
+            choices.next = resume_at;
+        }
+        trace.then(|| DerivationNode {
+            symbol,
+            rule: rule_index,
+            depth,
+            index,
+            choices: choices_start..choices.used_len(),
+            output: output_start..out.len(),
+            children,
+        })
+    }
+}
+
+/// One node of a derivation tree: the expansion of a nonterminal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivationNode {
+    /// The nonterminal.
+    pub symbol: SymbolId,
+    /// The rule chosen (an index into [`Grammar::rules`]).
+    pub rule: usize,
+    /// Its depth below `<start>` (0).
+    pub depth: usize,
+    /// Its number in preorder, `<start>` being 0.
+    pub index: usize,
+    /// The choices its subtree used (indices into the used choices).
+    pub choices: std::ops::Range<usize>,
+    /// The output its subtree produced.
+    pub output: std::ops::Range<usize>,
+    /// Its rule's tokens, in order: text (and hooked tokens' replacements) or child nodes.
+    pub children: Vec<DerivationPart>,
+}
+
+/// A token of an expanded rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DerivationPart {
+    /// Output bytes of a text token or a hooked token's replacement.
+    Text(std::ops::Range<usize>),
+    /// A nonterminal's expansion.
+    Node(DerivationNode),
+}
+
+impl DerivationNode {
+    /// This node and every node below it, in preorder.
+    #[must_use]
+    pub fn preorder(&self) -> Vec<&DerivationNode> {
+        let mut out = vec![self];
+        for part in &self.children {
+            if let DerivationPart::Node(child) = part {
+                out.extend(child.preorder());
+            }
+        }
+        out
+    }
+}
+
+/// What a traced or spliced expansion keeps track of.
+struct Walk {
+    visited: usize,
+    trace: bool,
+    splices: Vec<Splice>,
+}
+
+struct Splice {
+    node: usize,
+    with: Option<RandomChoices>,
+    resume_at: usize,
+}
+
+impl Walk {
+    /// The replacement choices when node `index` is the spliced one.
+    fn splice_at(&mut self, index: usize) -> Option<(RandomChoices, usize)> {
+        let splice = self.splices.iter_mut().find(|s| s.node == index)?;
+        Some((splice.with.take()?, splice.resume_at))
     }
 }
 

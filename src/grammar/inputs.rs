@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::generate::{DerivationNode, RandomChoices};
 use super::reduce::{reduce, Derivation};
 use super::{ChoiceSequence, Generator, Grammar, Hooks, NoHooks};
 use crate::shrink::Verdict;
@@ -84,6 +85,75 @@ impl GrammarInputs {
         let output = self.generate(&mut sequence);
         Derivation {
             used: sequence.used().map(<[u32]>::to_vec).unwrap_or_default(),
+            output,
+        }
+    }
+
+    /// Like [`GrammarInputs::derive`], with the derivation tree.
+    #[must_use]
+    pub fn derive_traced(&self, choices: &[u32]) -> (Derivation, DerivationNode) {
+        let mut sequence = ChoiceSequence::new(choices);
+        let generator = Generator::new(&self.grammar, self.max_depth);
+        let (output, tree) = match &self.hooks {
+            Some(factory) => generator.render_traced(&mut sequence, factory().as_mut()),
+            None => generator.render_traced(&mut sequence, &mut NoHooks),
+        };
+        let derivation = Derivation {
+            used: sequence.used().map(<[u32]>::to_vec).unwrap_or_default(),
+            output,
+        };
+        (derivation, tree)
+    }
+
+    /// `choices` with the subtrees of some nodes regenerated: each `(node, with)` gives a
+    /// node of `tree` (the derivation of `choices`) and where its new choices come from.
+    #[must_use]
+    pub fn derive_spliced(
+        &self,
+        choices: &[u32],
+        splices: Vec<(&DerivationNode, RandomChoices)>,
+    ) -> Derivation {
+        let mut sequence = ChoiceSequence::new(choices);
+        let generator = Generator::new(&self.grammar, self.max_depth);
+        let splices = splices
+            .into_iter()
+            .map(|(node, with)| (node.index, with, node.choices.end))
+            .collect();
+        let output = match &self.hooks {
+            Some(factory) => generator.render_spliced(&mut sequence, factory().as_mut(), splices),
+            None => generator.render_spliced(&mut sequence, &mut NoHooks, splices),
+        };
+        Derivation {
+            used: sequence
+                .used_trimmed()
+                .map(<[u32]>::to_vec)
+                .unwrap_or_default(),
+            output,
+        }
+    }
+
+    /// A random expansion of `symbol` as at `depth`: its output and the choices it used.
+    #[must_use]
+    pub fn random_expansion(
+        &self,
+        symbol: crate::grammar::SymbolId,
+        depth: usize,
+        random: RandomChoices,
+    ) -> Derivation {
+        let mut sequence = ChoiceSequence::new(&[]);
+        sequence.random = Some(random);
+        let generator = Generator::new(&self.grammar, self.max_depth);
+        let output = match &self.hooks {
+            Some(factory) => {
+                generator.render_symbol(symbol, depth, &mut sequence, factory().as_mut())
+            }
+            None => generator.render_symbol(symbol, depth, &mut sequence, &mut NoHooks),
+        };
+        Derivation {
+            used: sequence
+                .used_trimmed()
+                .map(<[u32]>::to_vec)
+                .unwrap_or_default(),
             output,
         }
     }

@@ -32,7 +32,9 @@ pub mod inputs;
 pub mod parse;
 pub mod reduce;
 
-pub use generate::{ChoiceSequence, Generator, Hooks, NoHooks};
+pub use generate::{
+    ChoiceSequence, DerivationNode, DerivationPart, Generator, Hooks, NoHooks, RandomChoices,
+};
 pub use inputs::{choice_bytes, GrammarInputs, HooksFactory};
 pub use parse::{parse, ParseError};
 pub use reduce::{ddmin, reduce, Derivation, Reduction};
