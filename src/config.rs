@@ -33,6 +33,8 @@ pub struct Config {
     pub havoc: usize,
     /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
     pub cmplog: usize,
+    /// Executions each crash label's abstract failure pattern may cost (0: no patterns).
+    pub pattern_budget: usize,
     /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or
     /// whitespace (a byte outside is mapped into it before the input runs).
     pub only_ascii: bool,

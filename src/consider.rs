@@ -131,6 +131,24 @@ impl Considerer {
         })
     }
 
+    /// Runs `bytes` once, unfiltered, as it is (a variant of a crash reproducer: what it
+    /// shows is read from [`crate::crashes::LastCrash`]). False when the run is over.
+    ///
+    /// # Errors
+    /// LibAFL's, from running the target.
+    pub fn probe<E, EM, S, Z>(
+        &mut self,
+        run: &mut Run<'_, E, EM, S, Z>,
+        bytes: &[u8],
+    ) -> Result<bool, Error>
+    where
+        E: ObservedExecutor,
+        S: RunState,
+        Z: RunFuzzer<E, EM, S>,
+    {
+        Ok(self.evaluate(run, bytes, false)? != Outcome::Stop)
+    }
+
     /// Runs `bytes`; if it improves any label, shrinks it at once. True when it improved one.
     /// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before.
     pub fn consider<E, EM, S, Z>(

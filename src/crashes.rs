@@ -9,11 +9,12 @@ use std::path::Path;
 use libafl_bolts::impl_serdeany;
 use serde::{Deserialize, Serialize};
 
-use crate::crash::CrashInfo;
+use crate::crash::{CrashInfo, CrashKind};
 use crate::error::LabelfuzzError;
 use crate::labels::Label;
 use crate::order::is_simpler;
 use crate::output::OutputDir;
+use crate::pattern::Pattern;
 
 /// The error for a reproducer that could not be written to `OUT/` (a full disk, a read-only
 /// directory): the crash is kept elsewhere — a copy in the temporary directory, and its bytes in
@@ -63,7 +64,22 @@ pub struct CrashRecord {
     /// True once the reproducer went through every shrink pass to a fixpoint.
     #[serde(default)]
     pub shrunk: bool,
+    /// The shrunk reproducer's abstract failure pattern, once found.
+    #[serde(default)]
+    pub pattern: Option<Pattern>,
+    /// Other crash labels whose patterns and this one's match each other's reproducers: the
+    /// same bug reached another way.
+    #[serde(default)]
+    pub same_bug_as: Vec<Label>,
 }
+
+/// The crash label of the last failing execution, kept in the state so that it survives the
+/// restart a signal or timeout causes (the pattern stage reads it after one of its variants
+/// ended the process).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct LastCrash(pub Option<Label>);
+
+impl_serdeany!(LastCrash);
 
 /// All crash labels seen, kept as LibAFL state metadata so it survives restarts.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -116,8 +132,12 @@ impl CrashTable {
             first_found_secs: found_secs,
             first_found_execs: found_execs,
             shrunk: false,
+            pattern: None,
+            same_bug_as: Vec::new(),
         });
         record.shrunk = false;
+        // A pattern belongs to the reproducer it generalizes.
+        record.pattern = None;
         record.key = key.to_vec();
         record.len = bytes.len();
         if info.frames.is_empty() {
@@ -134,6 +154,54 @@ impl CrashTable {
             .values()
             .find(|r| !r.shrunk)
             .map(|r| (r.label, r.key.clone()))
+    }
+
+    /// A crash label whose shrunk reproducer has no pattern yet, with that reproducer's key.
+    /// Timeouts and out-of-memory crashes get none: every variant tried could cost a timeout.
+    #[must_use]
+    pub fn without_pattern(&self) -> Option<(Label, Vec<u8>)> {
+        self.records
+            .values()
+            .find(|r| {
+                r.shrunk
+                    && r.pattern.is_none()
+                    && !matches!(r.info.kind, CrashKind::Timeout | CrashKind::Oom)
+            })
+            .map(|r| (r.label, r.key.clone()))
+    }
+
+    /// Sets `label`'s pattern, and notes the other labels that are the same bug by `same`
+    /// (called with the other record; true when the two patterns match each other's
+    /// reproducers).
+    pub fn set_pattern(
+        &mut self,
+        label: Label,
+        pattern: Pattern,
+        same: &mut dyn FnMut(&Pattern, &CrashRecord) -> bool,
+    ) {
+        let mut twins = Vec::new();
+        for other in self.records.values() {
+            if other.label != label && other.pattern.is_some() && same(&pattern, other) {
+                twins.push(other.label);
+            }
+        }
+        for twin in &twins {
+            if let Some(other) = self.records.get_mut(twin) {
+                if !other.same_bug_as.contains(&label) {
+                    other.same_bug_as.push(label);
+                }
+            }
+        }
+        if let Some(record) = self.records.get_mut(&label) {
+            record.pattern = Some(pattern);
+            record.same_bug_as = twins;
+        }
+    }
+
+    /// The record of `label`.
+    #[must_use]
+    pub fn get(&self, label: Label) -> Option<&CrashRecord> {
+        self.records.get(&label)
     }
 
     /// Marks `label`'s reproducer as shrunk to a fixpoint.

@@ -32,7 +32,9 @@ use crate::output::OutputDir;
 use crate::report::{Client, Records, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
 use crate::seen::{KilledInputs, SeenFilter};
-use crate::stages::{CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, ReportStage};
+use crate::stages::{
+    CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, PatternStage, ReportStage,
+};
 use crate::table::LabelTable;
 
 /// Havoc stacks at most 2^this mutations per mutant.
@@ -322,6 +324,13 @@ fn fuzz_until_done<EM: ClientManager>(
     }
     let mut stages = tuple_list!(
         CrashShrinkStage::new(considerer_for(&crash_handle)),
+        PatternStage::new(
+            considerer_for(&crash_handle),
+            config.grammar.clone(),
+            crate::pattern::Settings::with_budget(config.pattern_budget),
+            out.clone(),
+            config.quiet,
+        ),
         expand,
         havoc,
         cmplog,

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crash::CrashObserver;
 use crate::crashes::CrashTable;
+use crate::crashes::LastCrash;
 use crate::labels::EdgesObserver;
 use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
@@ -155,6 +156,7 @@ where
         let Some(info) = observer.last() else {
             return Ok(false);
         };
+        state.metadata_or_insert_with(LastCrash::default).0 = Some(info.label());
         let bytes = input.target_bytes();
         if info.kind != crate::crash::CrashKind::Panic {
             // A signal or timeout ends this process: remember the input for the next one.

@@ -39,6 +39,16 @@ pub struct CrashSummary {
     pub first_found_secs: f64,
     /// Executions into the run when the label was first seen.
     pub first_found_execs: u64,
+    /// The reproducer's abstract failure pattern, once found (`B ? \xff *`, `((<expr>))`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Executions the pattern cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern_executions: Option<usize>,
+    /// Crash labels whose patterns and this one's match each other's reproducers: the same
+    /// bug.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub same_bug_as: Vec<String>,
 }
 
 /// `summary.json`.
@@ -291,6 +301,9 @@ impl Reporter {
                         len: r.len,
                         first_found_secs: r.first_found_secs,
                         first_found_execs: r.first_found_execs,
+                        pattern: r.pattern.as_ref().map(ToString::to_string),
+                        pattern_executions: r.pattern.as_ref().map(crate::pattern::Pattern::probes),
+                        same_bug_as: r.same_bug_as.iter().map(ToString::to_string).collect(),
                     })
                     .collect()
             })
@@ -396,6 +409,9 @@ mod tests {
             len,
             first_found_secs: 0.0,
             first_found_execs: 0,
+            pattern: None,
+            pattern_executions: None,
+            same_bug_as: Vec::new(),
         };
         for (client, len) in [(1, 7), (2, 5)] {
             let summary = Summary {

@@ -328,6 +328,17 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
         })
         .collect();
     found.sort();
+    // Patterns: after `H!` anything may follow (any `<start>`); `T?` must end the input, and
+    // what comes before it is another list element, which a pattern over the derivation tree
+    // keeps concrete.
+    let mut patterns: Vec<&str> = summary["crashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|crash| crash["pattern"].as_str().unwrap_or_default())
+        .collect();
+    patterns.sort_unstable();
+    assert_eq!(patterns, ["H!<start>", "T?"]);
     // Choices: 1 = one more character, then its index in A-Z!? ('H' 7, 'T' 19, '!' 26, '?' 27);
     // the exhausted sequence ends the word.
     assert_eq!(

@@ -47,6 +47,19 @@ fn every_planted_panic_gets_its_minimal_reproducer() {
             );
             let input = std::fs::read(out.join(crash["input"].as_str().unwrap())).unwrap();
             assert_eq!(crash["len"].as_u64(), Some(input.len() as u64));
+            // Each shrunk reproducer is generalized into its pattern: the tag bug's middle
+            // byte is free, and bytes after each bug's trigger do not matter.
+            let pattern = crash["pattern"].as_str().unwrap_or_default();
+            let expected = match input.as_slice() {
+                b"FUZZ" => "FUZZ *",
+                b"B\x00\xff" => "B ? \\xff *",
+                _ => "+ ? \\xff *",
+            };
+            assert_eq!(pattern, expected, "{crash:#}");
+            let file = format!("{}.pattern", crash["input"].as_str().unwrap());
+            let written: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join(file)).unwrap()).unwrap();
+            assert_eq!(written["pattern"], expected);
             found.insert(
                 crash["message"].as_str().unwrap().to_string(),
                 (location.to_string(), input),

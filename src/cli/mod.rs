@@ -70,6 +70,12 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub cmplog: usize,
 
+    /// Executions each crash label's pattern may cost: after its reproducer is shrunk, parts of
+    /// it are regenerated at random to find which can be anything (`B ? \xff`,
+    /// `((<expr>))`); written to `crashes/<file>.pattern` and `summary.json` (0: off).
+    #[arg(long, value_name = "N", default_value_t = crate::pattern::Settings::DEFAULT.budget)]
+    pub pattern_budget: usize,
+
     /// Make only inputs of printable ASCII and whitespace (libFuzzer: -only_ascii=1).
     #[arg(long)]
     pub only_ascii: bool,
@@ -255,6 +261,7 @@ impl Options {
                 self.stop_on_crash,
             ),
             havoc: self.havoc,
+            pattern_budget: self.pattern_budget,
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,
             value_profile: self.use_value_profile,

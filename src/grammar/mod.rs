@@ -31,6 +31,7 @@ pub mod generate;
 pub mod inputs;
 pub mod parse;
 pub mod reduce;
+pub mod specialise;
 
 pub use generate::{
     ChoiceSequence, DerivationNode, DerivationPart, Generator, Hooks, NoHooks, RandomChoices,

@@ -142,6 +142,7 @@ pub(crate) fn fuzz_in_one_process(
 ) -> Result<Outcome, LabelfuzzError> {
     let mut shmem_provider = StdShMemProvider::new()?;
     share_seen_filter();
+    let supervisor = std::process::id();
     let (restored, manager) =
         match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
             Ok(launched) => launched,
@@ -155,6 +156,13 @@ pub(crate) fn fuzz_in_one_process(
                     summary,
                     supervisor: true,
                 });
+            }
+            // In the fuzzing process (the state it was handed could not be restored, say): an
+            // error exit would only make the supervisor start it again, forever. Fail the run.
+            Err(e) if std::process::id() != supervisor => {
+                crate::interrupt::mark_failed();
+                crate::say!("labelfuzz: error: {}", LabelfuzzError::from(e));
+                std::process::exit(libafl_bolts::os::CTRL_C_EXIT);
             }
             Err(e) => return Err(e.into()),
         };

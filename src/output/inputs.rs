@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::LabelfuzzError;
 
 /// Reads the inputs in `dir`, sorted by file name: every regular file except hidden ones
-/// (temporary files) and `.rendered` sentences. A file over `max_len` bytes is skipped with a
+/// (temporary files), `.rendered` sentences and `.pattern` files. A file over `max_len` bytes is skipped with a
 /// warning (it could not be shrunk below the limit anyway), as is an unreadable one; an
 /// unreadable directory is an error.
 pub fn read_inputs(dir: &Path, max_len: usize) -> Result<Vec<Vec<u8>>, LabelfuzzError> {
@@ -57,7 +57,7 @@ fn list_files(
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name.ends_with(".rendered") {
+        if name.starts_with('.') || name.ends_with(".rendered") || name.ends_with(".pattern") {
             continue;
         }
         // Follows symbolic links, as reading the file would.

@@ -41,7 +41,6 @@ pub enum PatternTree {
         /// The nonterminal.
         symbol: String,
         /// Holes with the same group must expand to the same text (`<var>#1`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<u32>,
         /// Regenerations that still showed the crash label.
         shown: u32,

@@ -57,9 +57,10 @@ impl Settings {
     }
 }
 
-/// A crash reproducer's pattern.
+/// A crash reproducer's pattern. (Kept in LibAFL's state, which postcard serializes: no
+/// internally tagged enums, no skipped fields.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Pattern {
     /// Over a grammar's derivation tree.
     Grammar(GrammarPattern),

@@ -8,6 +8,7 @@ mod cmplog;
 mod crash_shrink;
 mod expand;
 mod havoc;
+mod pattern;
 mod report;
 
 use libafl::inputs::BytesInput;
@@ -19,6 +20,7 @@ pub use cmplog::{distinct_operands, CmpLogStage, MAX_TRACED_OPERANDS, TRACED_ENT
 pub use crash_shrink::CrashShrinkStage;
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;
+pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
 
 /// Marks a testcase whose 256 single-byte expansions have all run.
@@ -62,6 +64,7 @@ macro_rules! restart_from_scratch {
 
 restart_from_scratch!(
     CrashShrinkStage,
+    PatternStage,
     ExpandStage,
     HavocStage<M>,
     CmpLogStage<M>,
