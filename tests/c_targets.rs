@@ -339,6 +339,56 @@ fn grammar_mode_reproducers_are_minimal_choice_sequences_with_their_sentences() 
         .collect();
     patterns.sort_unstable();
     assert_eq!(patterns, ["H!<start>", "T?"]);
+    let pattern_of = |prefix: &str| {
+        summary["crashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["pattern"].as_str().is_some_and(|p| p.starts_with(prefix)))
+            .map(|c| out.join(format!("{}.pattern", c["input"].as_str().unwrap())))
+            .unwrap()
+    };
+    let rendered_crashes = |out: &Path| -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = std::fs::read_dir(out.join("crashes"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "rendered"))
+            .map(|e| std::fs::read(e.path()).unwrap())
+            .collect();
+        all.sort();
+        all
+    };
+    // --avoid: the same run with the grammar rewritten never produces `H!...`, and still finds
+    // the other bug.
+    let avoiding = dir.join("avoiding");
+    fuzz_until_crashes(
+        &fuzzer,
+        &avoiding,
+        "400000",
+        "2",
+        &[
+            "--grammar",
+            grammar.to_str().unwrap(),
+            "--avoid",
+            pattern_of("H!").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rendered_crashes(&avoiding), vec![b"T?".to_vec()]);
+    // --only: every input is `H!...`, so the one crash is that one.
+    let only = dir.join("only");
+    fuzz_until_crashes(
+        &fuzzer,
+        &only,
+        "2000",
+        "2",
+        &[
+            "--grammar",
+            grammar.to_str().unwrap(),
+            "--only",
+            pattern_of("H!").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rendered_crashes(&only), vec![b"H!".to_vec()]);
     // Choices: 1 = one more character, then its index in A-Z!? ('H' 7, 'T' 19, '!' 26, '?' 27);
     // the exhausted sequence ends the word.
     assert_eq!(

@@ -105,6 +105,22 @@ pub struct Options {
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
 
+    /// With --grammar: rewrite the grammar so that it never produces an input matching this
+    /// crash pattern (a `crashes/*.pattern` file, or an output directory for all of its
+    /// patterns): a long run stops re-finding known bugs. Repeatable.
+    #[arg(long, value_name = "PATTERN", requires = "grammar")]
+    pub avoid: Vec<PathBuf>,
+
+    /// With --grammar: rewrite the grammar so that every input it produces matches this crash
+    /// pattern (a `crashes/*.pattern` file): a regression generator for one bug.
+    #[arg(
+        long,
+        value_name = "PATTERN_FILE",
+        requires = "grammar",
+        conflicts_with = "avoid"
+    )]
+    pub only: Option<PathBuf>,
+
     /// A dictionary in the libFuzzer/AFL format (`name="token"` lines; libFuzzer's `-dict=`,
     /// AFL's `-x`): havoc mutants insert its tokens and overwrite bytes with them.
     #[arg(short = 'x', long, value_name = "FILE")]

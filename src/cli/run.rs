@@ -19,6 +19,79 @@ fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, Strin
     Ok(grammar)
 }
 
+/// The grammar patterns in `path`: a `.pattern` file, or every `crashes/*.pattern` of an output
+/// directory.
+fn load_patterns(path: &std::path::Path) -> Result<Vec<crate::pattern::GrammarPattern>, String> {
+    let files: Vec<std::path::PathBuf> = if path.is_dir() {
+        let crashes = path.join("crashes");
+        let mut files: Vec<_> = std::fs::read_dir(&crashes)
+            .map_err(|e| format!("cannot read patterns in {}: {e}", crashes.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pattern"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut patterns = Vec::new();
+    for file in files {
+        let text = std::fs::read(&file)
+            .map_err(|e| format!("cannot read pattern {}: {e}", file.display()))?;
+        let value: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| format!("{} is not a pattern file: {e}", file.display()))?;
+        let pattern: crate::pattern::Pattern = serde_json::from_value(value["details"].clone())
+            .map_err(|e| format!("{} is not a pattern file: {e}", file.display()))?;
+        match pattern {
+            crate::pattern::Pattern::Grammar(p) => patterns.push(p),
+            crate::pattern::Pattern::Bytes(p) => crate::say!(
+                "labelfuzz: warning: {}: `{p}` is a byte pattern; only grammar patterns specialise a grammar",
+                file.display()
+            ),
+        }
+    }
+    Ok(patterns)
+}
+
+/// The grammar of `--grammar`, specialised by `--avoid` and `--only`.
+fn specialised_grammar(
+    options: &Options,
+    path: &std::path::Path,
+) -> Result<crate::grammar::Grammar, String> {
+    let mut grammar = load_grammar(path)?;
+    let mut avoided = Vec::new();
+    for source in &options.avoid {
+        avoided.extend(load_patterns(source)?);
+    }
+    if !avoided.is_empty() {
+        grammar = grammar
+            .avoiding(&avoided)
+            .map_err(|e| format!("--avoid: {e}"))?;
+        crate::say!(
+            "labelfuzz: the grammar avoids {}",
+            avoided
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(source) = &options.only {
+        let patterns = load_patterns(source)?;
+        let [pattern] = &patterns[..] else {
+            return Err(format!(
+                "--only: {} holds {} grammar patterns, not one",
+                source.display(),
+                patterns.len()
+            ));
+        };
+        grammar = grammar.only(pattern).map_err(|e| format!("--only: {e}"))?;
+        crate::say!("labelfuzz: the grammar produces only {pattern}");
+    }
+    Ok(grammar)
+}
+
 /// Replaces the input files by the choice sequences the grammar parses them into.
 fn parse_inputs(config: &mut Config) -> Result<(), String> {
     let Some(grammar) = config.grammar.clone() else {
@@ -182,7 +255,7 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     };
     let mut config = options.config();
     if let Some(path) = &options.grammar {
-        match load_grammar(path) {
+        match specialised_grammar(&options, path) {
             Ok(grammar) => {
                 config.grammar = Some(std::sync::Arc::new(crate::grammar::GrammarInputs::new(
                     grammar,
