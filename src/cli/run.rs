@@ -10,12 +10,13 @@ fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, Strin
         .map_err(|e| format!("cannot read grammar {}: {e}", path.display()))?;
     let grammar = crate::grammar::Grammar::from_json(&text)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    if grammar.has_hooks() {
-        eprintln!(
-            "labelfuzz: warning: {} names hooks; they run only in Rust generators, not with --grammar",
+    // Grammar files name built-in hooks (define, fresh, use, repeat, scope).
+    crate::grammar::hooks::check_builtin(&grammar).map_err(|e| {
+        format!(
+            "{}: {e} (the built-in hooks are define:NS, fresh:NS, use:NS, repeat:NS and scope:NS)",
             path.display()
-        );
-    }
+        )
+    })?;
     Ok(grammar)
 }
 
@@ -257,10 +258,13 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     if let Some(path) = &options.grammar {
         match specialised_grammar(&options, path) {
             Ok(grammar) => {
-                config.grammar = Some(std::sync::Arc::new(crate::grammar::GrammarInputs::new(
-                    grammar,
-                    options.grammar_depth,
-                )));
+                let hooked = grammar.has_hooks();
+                let mut inputs = crate::grammar::GrammarInputs::new(grammar, options.grammar_depth);
+                if hooked {
+                    inputs =
+                        inputs.with_hooks(|| Box::new(crate::grammar::hooks::BuiltinHooks::new()));
+                }
+                config.grammar = Some(std::sync::Arc::new(inputs));
             }
             Err(message) => {
                 eprintln!("labelfuzz: error: {message}");

@@ -28,6 +28,7 @@
 //! first, so choice 0 is always a cheapest rule.
 
 pub mod generate;
+pub mod hooks;
 pub mod inputs;
 pub mod parse;
 pub mod reduce;
@@ -393,10 +394,18 @@ impl Grammar {
     /// # Errors
     /// [`GrammarError::UnknownHook`] for the first hook that is not.
     pub fn check_hooks(&self, provided: &[&str]) -> Result<(), GrammarError> {
+        self.check_hooks_with(&|hook| provided.contains(&hook))
+    }
+
+    /// Checks that every hook the grammar names is one `provided` accepts.
+    ///
+    /// # Errors
+    /// [`GrammarError::UnknownHook`] for the first hook that is not.
+    pub fn check_hooks_with(&self, provided: &dyn Fn(&str) -> bool) -> Result<(), GrammarError> {
         for (symbol, rules) in self.rules.iter().enumerate() {
             for token in rules.iter().flat_map(|r| &r.tokens) {
                 if let Some(hook) = &token.hook {
-                    if !provided.contains(&hook.as_str()) {
+                    if !provided(hook) {
                         return Err(GrammarError::UnknownHook {
                             hook: hook.clone(),
                             used_in: self.names[symbol].clone(),

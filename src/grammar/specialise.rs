@@ -246,8 +246,8 @@ fn prune(
         for rule in rules[symbol].iter().filter(|r| keep(r)) {
             for token in &rule.tokens {
                 if let Item::Symbol(s) = token.item {
-                    if !index.contains_key(&s) {
-                        index.insert(s, order.len());
+                    if let std::collections::hash_map::Entry::Vacant(slot) = index.entry(s) {
+                        slot.insert(order.len());
                         order.push(s);
                     }
                 }
