@@ -17,7 +17,8 @@ fn reproducers(out: &Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !n.starts_with('.'))
+        // Reproducers only: not the `.pattern` beside each.
+        .filter(|n| !n.starts_with('.') && !n.ends_with(".pattern"))
         .collect();
     names.sort();
     names

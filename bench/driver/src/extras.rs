@@ -336,6 +336,85 @@ fn group_rss(group: u32) -> (u64, u64, usize) {
     (total, largest, count)
 }
 
+/// The SQL grammar without its hooks: every `{"symbol": S, "hook": H}` token becomes `S`, so
+/// table and column names are whatever the names' own rules produce.
+fn without_hooks(grammar: &Value) -> Value {
+    match grammar {
+        Value::Object(map) if map.contains_key("hook") => match map.get("symbol") {
+            Some(symbol) => symbol.clone(),
+            None => {
+                let mut map = map.clone();
+                map.remove("hook");
+                Value::Object(map)
+            }
+        },
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), without_hooks(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_hooks).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `BENCH_ONLY=sql-hooks`: SQLite in grammar mode with the SQL grammar (its hooks make
+/// statements name tables and columns that exist) and with the same grammar without hooks,
+/// `BENCH_SECS` each (default 600) for `BENCH_SEEDS` seeds (default 1), on one core; edges
+/// as labelfuzz counts them (same binary, same counter for both).
+fn sql_hooks(work: &Path) -> String {
+    let secs = env_secs("BENCH_SECS", 600);
+    let seeds = env_secs("BENCH_SEEDS", 1).max(1);
+    let fuzzer = build_native("sqlite", None);
+    let with = root().join("fuzzers/sql/grammar.json");
+    let text = std::fs::read_to_string(&with).expect("the SQL grammar");
+    let plain: Value =
+        without_hooks(&serde_json::from_str(&text).expect("the SQL grammar is JSON"));
+    let without = work.join("sql-without-hooks.json");
+    std::fs::write(&without, plain.to_string()).expect("write the grammar");
+    let mut t = format!(
+        "SQLite in grammar mode, {secs} s per run, {seeds} seed(s), one core; edges and labels \
+         as labelfuzz counts them (`BENCH_ONLY=sql-hooks cargo make bench`).\n\n\
+         | grammar | seed | edges | labels | executions | corpus |\n\
+         |---|---:|---:|---:|---:|---:|\n"
+    );
+    for seed in 1..=seeds {
+        for (name, grammar) in [("with hooks", &with), ("without hooks", &without)] {
+            eprintln!("bench: SQL grammar {name}, seed {seed}");
+            let out = fresh_dir(&work.join(format!("sql-{}-{seed}", name.replace(' ', "-"))));
+            let status = Command::new(&fuzzer)
+                .args([
+                    "-q",
+                    "--seed",
+                    &seed.to_string(),
+                    "--max-time",
+                    &secs.to_string(),
+                ])
+                .arg("--grammar")
+                .arg(grammar)
+                .arg("-o")
+                .arg(&out)
+                .stderr(Stdio::null())
+                .status()
+                .expect("the SQLite fuzzer runs");
+            assert!(
+                status.code().is_some_and(|c| c <= 1),
+                "SQLite fuzzer: {status}"
+            );
+            let summary = read_summary(&out);
+            let _ = writeln!(
+                t,
+                "| {name} | {seed} | {} | {} | {} | {} |",
+                summary["edges"],
+                summary["labels"],
+                summary["executions"],
+                summary["corpus"]["entries"]
+            );
+        }
+    }
+    t
+}
+
 /// The soak run (`cargo make soak`): SQLite in grammar mode on both cores for
 /// `BENCH_SOAK_SECS` (default 1800), memory sampled every `BENCH_SOAK_EVERY` seconds (60).
 fn soak(work: &Path) -> String {
@@ -446,12 +525,17 @@ fn bench_empty(
     rows.push(libfuzzer_row("empty", &run));
 }
 
-/// Runs the sections named in `only` (`empty`, `planted`, `scaling`, `soak`); returns their
+/// Runs the sections named in `only` (`empty`, `planted`, `scaling`, `reduction`,
+/// `sql-hooks`, `soak`);
+/// returns their
 /// tables.
 pub fn run(only: &[String], work: &Path) -> String {
     let wanted = |section: &str| only.iter().any(|s| s == section);
     if wanted("soak") {
         return soak(work);
+    }
+    if wanted("sql-hooks") {
+        return sql_hooks(work);
     }
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);
@@ -465,7 +549,12 @@ pub fn run(only: &[String], work: &Path) -> String {
         ("labelfuzz +havoc 16", &["--cmplog", "0"]),
         ("labelfuzz default (+havoc 16 +cmplog 16)", &[]),
     ];
-    let lib = build_rust_twin(RustBuild::Libfuzzer);
+    let needs_fuzzers = ["empty", "planted", "scaling"].iter().any(|s| wanted(s));
+    let lib = if needs_fuzzers {
+        build_rust_twin(RustBuild::Libfuzzer)
+    } else {
+        std::path::PathBuf::new()
+    };
     let mut rows = Vec::new();
     if wanted("empty") {
         let lf_empty = build_labelfuzz("empty", None);
@@ -492,6 +581,9 @@ pub fn run(only: &[String], work: &Path) -> String {
     if wanted("scaling") {
         let lf_json = build_labelfuzz("json", None);
         text.push_str(&scaling(&lf_json, &lib.join("json"), work));
+    }
+    if wanted("reduction") {
+        text.push_str(&crate::reduction::run());
     }
     text
 }

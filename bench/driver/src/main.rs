@@ -22,11 +22,12 @@
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
-//! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
-//!   `extras.rs`).
+//! - `BENCH_ONLY=empty,planted,scaling`, `reduction` or `soak` runs those smaller sections instead
+//!   (see `extras.rs` and `reduction.rs`).
 
 mod extras;
 mod fuzzers;
+mod reduction;
 mod report;
 mod targets;
 mod util;
