@@ -266,4 +266,61 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.join("crashes")).unwrap().count(), 2);
         std::fs::remove_dir_all(dir).unwrap();
     }
+
+    #[test]
+    fn crashes_whose_patterns_match_each_other_are_the_same_bug() {
+        use crate::pattern::{BytePart, BytePattern};
+        let dir = std::env::temp_dir().join(format!("labelfuzz-twins-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = OutputDir::create(&dir).unwrap();
+        let mut table = CrashTable::default();
+        let (a, b, c) = (
+            panic_at("a.rs:1:1"),
+            panic_at("b.rs:2:2"),
+            panic_at("c.rs:3:3"),
+        );
+        for (info, input) in [(&a, &b"Bx"[..]), (&b, b"By"), (&c, b"C")] {
+            table.record(&out, info, input, input, 0.0, 0).unwrap();
+            table.mark_shrunk(info.label());
+        }
+        // `B ?` for the first two reproducers, `C` for the third.
+        let starts_b = Pattern::Bytes(BytePattern {
+            parts: vec![
+                BytePart::Exact(b'B'),
+                BytePart::Class {
+                    class: crate::pattern::ByteClass::Any,
+                    shown: 20,
+                    tried: 20,
+                },
+            ],
+            probes: 40,
+        });
+        let exact_c = Pattern::Bytes(BytePattern {
+            parts: vec![BytePart::Exact(b'C')],
+            probes: 9,
+        });
+        let mut same = |pattern: &Pattern, other: &CrashRecord| match pattern {
+            Pattern::Bytes(p) => p.matches(&other.key),
+            Pattern::Grammar(_) => false,
+        };
+        assert!(
+            table.without_pattern().is_some(),
+            "shrunk, without a pattern"
+        );
+        table.set_pattern(a.label(), starts_b.clone(), &mut same);
+        table.set_pattern(c.label(), exact_c, &mut same);
+        assert!(
+            table.get(a.label()).unwrap().same_bug_as.is_empty(),
+            "no other pattern yet"
+        );
+        table.set_pattern(b.label(), starts_b, &mut same);
+        assert_eq!(table.get(b.label()).unwrap().same_bug_as, vec![a.label()]);
+        assert_eq!(table.get(a.label()).unwrap().same_bug_as, vec![b.label()]);
+        assert!(table.get(c.label()).unwrap().same_bug_as.is_empty());
+        assert!(table.without_pattern().is_none());
+        // A simpler reproducer drops the pattern: it belonged to the old one.
+        table.record(&out, &a, b"B", b"B", 1.0, 9).unwrap();
+        assert!(table.get(a.label()).unwrap().pattern.is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -96,6 +96,10 @@ fn the_report_of_a_run_renders_its_plots_crashes_and_corpus_in_a_browser() {
         "the magic word's reproducer as text"
     );
     assert!(dom.contains("<table id=\"corpus\">"));
+    assert!(
+        dom.contains("<code class=\"pattern\">B ? \\xff *</code>"),
+        "the tag bug's pattern"
+    );
 
     // A screenshot for people: the page really paints (a blank page is a few KB).
     let shot = out.join("report.png");

@@ -146,6 +146,21 @@ fn crash_table(out: &Path, summary: &Summary, fuzzer: Option<&Path>) -> String {
                 )
             })
             .unwrap_or_default();
+        let pattern = crash.pattern.as_ref().map_or_else(String::new, |pattern| {
+            format!(
+                "<div>pattern: <code class=\"pattern\">{}</code> ({} executions)</div>",
+                escape(pattern),
+                crash.pattern_executions.unwrap_or(0)
+            )
+        });
+        let twins = if crash.same_bug_as.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<div>the same bug as: <code>{}</code></div>",
+                escape(&crash.same_bug_as.join(", "))
+            )
+        };
         let replay = fuzzer.map_or_else(String::new, |exe| {
             format!(
                 "<div>replay: <code>{} {}</code></div>",
@@ -157,7 +172,7 @@ fn crash_table(out: &Path, summary: &Summary, fuzzer: Option<&Path>) -> String {
             html,
             "<tr class=\"crash\"><td>{}</td><td><code>{}</code></td><td>{}</td>\
              <td>{:.1} s, run {}</td><td><div>{} bytes, <code>{}</code></div>\
-             <pre class=\"hex\">{}</pre><div>text: <code>{}</code></div>{rendered}{replay}</td></tr>",
+             <pre class=\"hex\">{}</pre><div>text: <code>{}</code></div>{rendered}{pattern}{twins}{replay}</td></tr>",
             escape(&crash.kind),
             escape(&crash.location),
             escape(&crash.message),
