@@ -1,11 +1,7 @@
 //! Expansion: the candidates tried from a label's best input, in order.
 //!
-//! First the input with a run of random bytes appended (1 to 1024 of them), then (for a
-//! non-empty input) a run that repeats the input's own bytes from a random distance back, then
-//! the input with each single byte value appended, 0 first. The repeating run is what random
-//! bytes never are: redundant. A compressor's long-match paths, a parser's "same again" cases
-//! and hit counts of loops over repeated records need it, and bench's zlib run showed them
-//! missing from labelfuzz's corpus where AFL++'s block-copy havoc reached them. The single-byte expansions make the search climb one
+//! First the input with a run of random bytes appended (1 to 1024 of them), then the input with
+//! each single byte value appended, 0 first. The single-byte expansions make the search climb one
 //! comparison at a time (`F`, `FU`, `FUZ`, ...), and trying them in increasing order means the
 //! first one that helps is already the shortlex-smallest. Last, with a dictionary, the input with
 //! each of its tokens appended, shortest first: a keyword the target compares whole is one step.
@@ -22,7 +18,6 @@ pub const MAX_RANDOM_APPEND: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     RandomRun,
-    RepeatRun,
     Byte(u16),
     Token(usize),
     Done,
@@ -71,14 +66,6 @@ impl Expansions {
         }
     }
 
-    fn after_runs(&self) -> Step {
-        if self.bytes {
-            Step::Byte(0)
-        } else {
-            Step::Done
-        }
-    }
-
     /// True when the last expansion written was the random run: practically never a repeat, so
     /// not worth a lookup in the filter of inputs already run.
     #[must_use]
@@ -93,28 +80,18 @@ impl Expansions {
             self.step = Step::Done;
         }
         out.clear();
-        self.last_random = matches!(self.step, Step::RandomRun | Step::RepeatRun);
+        self.last_random = self.step == Step::RandomRun;
         match self.step {
             Step::RandomRun => {
                 let most = room.min(MAX_RANDOM_APPEND);
                 let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
                 out.extend_from_slice(base);
                 fill_random(rand, out, len);
-                self.step = if base.is_empty() {
-                    self.after_runs()
+                self.step = if self.bytes {
+                    Step::Byte(0)
                 } else {
-                    Step::RepeatRun
+                    Step::Done
                 };
-                true
-            }
-            Step::RepeatRun => {
-                let most = room.min(MAX_RANDOM_APPEND);
-                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
-                let distance =
-                    1 + rand.below(NonZeroUsize::new(base.len()).expect("a non-empty base"));
-                out.extend_from_slice(base);
-                append_repeat(out, distance, len);
-                self.step = self.after_runs();
                 true
             }
             Step::Byte(b) => {
@@ -144,16 +121,6 @@ impl Expansions {
             }
             Step::Done => false,
         }
-    }
-}
-
-/// Appends `len` bytes to `out`, each a copy of the byte `distance` back (as an LZ77 match
-/// does: a distance shorter than the length repeats the run).
-pub fn append_repeat(out: &mut Vec<u8>, distance: usize, len: usize) {
-    let start = out.len() - distance;
-    for i in 0..len {
-        let byte = out[start + i];
-        out.push(byte);
     }
 }
 
@@ -219,21 +186,13 @@ mod tests {
     }
 
     #[test]
-    fn random_run_first_then_a_repeating_run_then_every_byte_in_order() {
+    fn random_run_first_then_every_byte_in_order() {
         let cands = all(b"ab", 4096, 1);
-        assert_eq!(cands.len(), 258);
+        assert_eq!(cands.len(), 257);
         let run = &cands[0];
         assert!(run.starts_with(b"ab"));
         assert!((3..=2 + MAX_RANDOM_APPEND).contains(&run.len()));
-        let repeat = &cands[1];
-        assert!((3..=2 + MAX_RANDOM_APPEND).contains(&repeat.len()));
-        // Every appended byte copies the byte one or two back: `abab...` or `abbb...`.
-        let distance = if repeat[2] == b'a' { 2 } else { 1 };
-        assert!(
-            (2..repeat.len()).all(|i| repeat[i] == repeat[i - distance]),
-            "{repeat:?}"
-        );
-        for (b, cand) in cands[2..].iter().enumerate() {
+        for (b, cand) in cands[1..].iter().enumerate() {
             assert_eq!(cand, &[b'a', b'b', b as u8]);
         }
     }
@@ -248,30 +207,25 @@ mod tests {
         while exp.next_into(b"ab", &mut rand, &mut out) {
             seen.push(out.clone());
         }
-        assert_eq!(seen.len(), 2 + 256 + 2);
-        assert_eq!(seen[258], b"abAND");
-        assert_eq!(seen[259], b"abSELECT");
+        assert_eq!(seen.len(), 1 + 256 + 2);
+        assert_eq!(seen[257], b"abAND");
+        assert_eq!(seen[258], b"abSELECT");
         let mut exp =
             Expansions::new(6).with_tokens(vec![b"AND".to_vec(), b"SELECT".to_vec()].into());
         let mut count = 0;
         while exp.next_into(b"ab", &mut rand, &mut out) {
             count += 1;
         }
-        assert_eq!(count, 2 + 256 + 1, "SELECT does not fit in 6 bytes");
+        assert_eq!(count, 1 + 256 + 1, "SELECT does not fit in 6 bytes");
     }
 
     #[test]
-    fn random_only_skips_the_byte_appends_but_not_the_runs() {
+    fn random_only_skips_the_byte_appends() {
         let mut rand = StdRand::with_seed(4);
         let mut exp = Expansions::random_only(100);
         let mut out = Vec::new();
         assert!(exp.next_into(b"x", &mut rand, &mut out));
         assert!(out.len() > 1);
-        assert!(exp.next_into(b"x", &mut rand, &mut out));
-        assert!(
-            out.len() > 1 && out.iter().all(|&b| b == b'x'),
-            "the repeating run"
-        );
         assert!(!exp.next_into(b"x", &mut rand, &mut out));
     }
 

@@ -64,12 +64,21 @@ impl GrammarInputs {
         self.max_depth
     }
 
-    fn generate(&self, choices: &mut ChoiceSequence<'_>) -> Vec<u8> {
-        let generator = Generator::new(&self.grammar, self.max_depth);
+    /// Fresh hooks for one sentence (`NoHooks`, which costs no allocation, without any).
+    fn fresh_hooks(&self) -> Box<dyn Hooks> {
         match &self.hooks {
-            Some(factory) => generator.render(choices, factory().as_mut()),
-            None => generator.render(choices, &mut NoHooks),
+            Some(factory) => factory(),
+            None => Box::new(NoHooks),
         }
+    }
+
+    fn generator(&self) -> Generator<'_> {
+        Generator::new(&self.grammar, self.max_depth)
+    }
+
+    fn generate(&self, choices: &mut ChoiceSequence<'_>) -> Vec<u8> {
+        self.generator()
+            .render(choices, self.fresh_hooks().as_mut())
     }
 
     /// The sentence that choice bytes render to (the fuzzing path: nothing recorded).
@@ -93,11 +102,9 @@ impl GrammarInputs {
     #[must_use]
     pub fn derive_traced(&self, choices: &[u32]) -> (Derivation, DerivationNode) {
         let mut sequence = ChoiceSequence::new(choices);
-        let generator = Generator::new(&self.grammar, self.max_depth);
-        let (output, tree) = match &self.hooks {
-            Some(factory) => generator.render_traced(&mut sequence, factory().as_mut()),
-            None => generator.render_traced(&mut sequence, &mut NoHooks),
-        };
+        let (output, tree) = self
+            .generator()
+            .render_traced(&mut sequence, self.fresh_hooks().as_mut());
         let derivation = Derivation {
             used: sequence.used().map(<[u32]>::to_vec).unwrap_or_default(),
             output,
@@ -114,22 +121,14 @@ impl GrammarInputs {
         splices: Vec<(&DerivationNode, RandomChoices)>,
     ) -> Derivation {
         let mut sequence = ChoiceSequence::new(choices);
-        let generator = Generator::new(&self.grammar, self.max_depth);
         let splices = splices
             .into_iter()
             .map(|(node, with)| (node.index, with, node.choices.end))
             .collect();
-        let output = match &self.hooks {
-            Some(factory) => generator.render_spliced(&mut sequence, factory().as_mut(), splices),
-            None => generator.render_spliced(&mut sequence, &mut NoHooks, splices),
-        };
-        Derivation {
-            used: sequence
-                .used_trimmed()
-                .map(<[u32]>::to_vec)
-                .unwrap_or_default(),
-            output,
-        }
+        let output =
+            self.generator()
+                .render_spliced(&mut sequence, self.fresh_hooks().as_mut(), splices);
+        trimmed(&sequence, output)
     }
 
     /// A random expansion of `symbol` as at `depth`: its output and the choices it used.
@@ -142,20 +141,13 @@ impl GrammarInputs {
     ) -> Derivation {
         let mut sequence = ChoiceSequence::new(&[]);
         sequence.random = Some(random);
-        let generator = Generator::new(&self.grammar, self.max_depth);
-        let output = match &self.hooks {
-            Some(factory) => {
-                generator.render_symbol(symbol, depth, &mut sequence, factory().as_mut())
-            }
-            None => generator.render_symbol(symbol, depth, &mut sequence, &mut NoHooks),
-        };
-        Derivation {
-            used: sequence
-                .used_trimmed()
-                .map(<[u32]>::to_vec)
-                .unwrap_or_default(),
-            output,
-        }
+        let output = self.generator().render_symbol(
+            symbol,
+            depth,
+            &mut sequence,
+            self.fresh_hooks().as_mut(),
+        );
+        trimmed(&sequence, output)
     }
 
     /// Reduces choice bytes that `test` accepts with the grammar reducer. `test` runs the
@@ -173,6 +165,17 @@ impl GrammarInputs {
             &mut |derivation: &Derivation| test(&choice_bytes(&derivation.used)),
         );
         (choice_bytes(&reduction.choices), reduction.calls)
+    }
+}
+
+/// A derivation from every choice `sequence` used, trailing zeros cut.
+fn trimmed(sequence: &ChoiceSequence<'_>, output: Vec<u8>) -> Derivation {
+    Derivation {
+        used: sequence
+            .used_trimmed()
+            .map(<[u32]>::to_vec)
+            .unwrap_or_default(),
+        output,
     }
 }
 

@@ -495,23 +495,9 @@ impl Grammar {
 mod tests {
     use super::*;
     use crate::grammar::{GrammarInputs, RandomChoices};
+    use crate::pattern::grammar::tests::{nested_parens, SEED};
     use crate::pattern::{generalize_grammar, Settings};
     use crate::shrink::Verdict;
-
-    const SEED: &str = r#"{
-        "<start>": [["<assignments>"]],
-        "<assignments>": [["<assign>", ";\n"], ["<assign>", ";\n", "<assignments>"]],
-        "<assign>": [["<var>", " = ", "<expr>"]],
-        "<expr>": [["<expr>", " + ", "<expr>"], ["<expr>", " - ", "<expr>"],
-                   ["(", "<expr>", ")"], ["<digit>"], ["<var>"]],
-        "<digit>": [{"chars": "0-9"}],
-        "<var>": [{"chars": "a-z"}]
-    }"#;
-
-    fn nested_parens(text: &[u8]) -> bool {
-        let has = |needle: &[u8]| text.windows(2).any(|w| w == needle);
-        has(b"((") && has(b"))")
-    }
 
     fn nested_pattern(inputs: &GrammarInputs) -> GrammarPattern {
         let text = b"a = ((4));\n";

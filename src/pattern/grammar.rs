@@ -16,9 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::{mix, Oracle, Settings, Trial};
-use crate::grammar::{
-    choice_bytes, DerivationNode, DerivationPart, GrammarInputs, RandomChoices, SymbolId,
-};
+use crate::grammar::{choice_bytes, DerivationNode, DerivationPart, GrammarInputs, RandomChoices};
 use crate::shrink::Verdict;
 
 /// A node of a grammar pattern.
@@ -372,19 +370,13 @@ fn pattern_of(
     }
 }
 
-/// The nonterminal a pattern tree's root expands (for `--avoid` and `--only`).
-#[must_use]
-pub fn root_symbol(inputs: &GrammarInputs, pattern: &GrammarPattern) -> Option<SymbolId> {
-    inputs.grammar().symbol(pattern.tree.symbol()?)
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::grammar::Grammar;
 
     /// The seed's assignment grammar, context-free.
-    const SEED: &str = r#"{
+    pub(crate) const SEED: &str = r#"{
         "<start>": [["<assignments>"]],
         "<assignments>": [["<assign>", ";\n"], ["<assign>", ";\n", "<assignments>"]],
         "<assign>": [["<var>", " = ", "<expr>"]],
@@ -394,13 +386,13 @@ mod tests {
         "<var>": [{"chars": "a-z"}]
     }"#;
 
-    fn nested_parens(text: &[u8]) -> bool {
+    pub(crate) fn nested_parens(text: &[u8]) -> bool {
         let has = |needle: &[u8]| text.windows(2).any(|w| w == needle);
         has(b"((") && has(b"))")
     }
 
     /// The choices of `text` under the seed grammar (found by search: small inputs only).
-    fn choices_of(inputs: &GrammarInputs, text: &str) -> Vec<u32> {
+    pub(crate) fn choices_of(inputs: &GrammarInputs, text: &str) -> Vec<u32> {
         let parsed = crate::grammar::parse(inputs.grammar(), inputs.max_depth(), text.as_bytes())
             .expect("the text parses");
         let derived = inputs.derive(&parsed);
