@@ -103,14 +103,14 @@ fn main() {
     // Seeds outermost: a benchmark cut short still has every target and fuzzer once.
     let mut jobs = Vec::new();
     for seed in 1..=seeds {
-        for target in 0..targets.len() {
+        for (target, chosen_target) in targets.iter().enumerate() {
             for fuzzer in Fuzzer::ALL {
                 let run = fuzzers_to_run.is_empty()
                     || fuzzers_to_run
                         .split(',')
                         .any(|f| f.trim() == fuzzer.dir_name());
                 let done = read_json(
-                    &fuzzers::run_dir(&bench, targets[target].name, fuzzer, seed)
+                    &fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
                         .join("measured.json"),
                 )["points"]
                     .is_array();

@@ -313,6 +313,10 @@ fn seed_ddmin(start: &[i64], nop: bool, calls: &mut usize) -> Vec<i64> {
     }
 }
 
+/// One reducer's results over many starts: its name, then per start the choices left, the
+/// result's length and the property calls.
+type Outcomes = (&'static str, Vec<usize>, Vec<usize>, Vec<usize>);
+
 /// One reducer's result.
 struct Reduced {
     choices: Option<usize>,
@@ -520,7 +524,7 @@ pub fn run() -> String {
         }
     }
     // Many random starts, as the seed drew them (`randrange(10)` per choice).
-    let mut per_reducer: Vec<(&'static str, Vec<usize>, Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut per_reducer: Vec<Outcomes> = Vec::new();
     let mut starts = 0;
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let mut attempts = 0;
