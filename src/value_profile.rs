@@ -7,16 +7,17 @@
 //! towards the value a bit at a time, where edges alone see nothing until it matches whole.
 //! It costs speed (the map is cleared before every execution), as in libFuzzer.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crate::labels::Label;
 
-/// Whether comparisons are labels in this process.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-// The comparison callbacks (src/sancov_cmp.c) fill the value-profile map only while this is set.
+// Whether comparisons are labels in this process: the comparison callbacks (src/sancov_cmp.c)
+// fill the value-profile map only while it is set, and labelfuzz reads the map only then.
 extern "C" {
     static mut labelfuzz_value_profile_enabled: u8;
+}
+
+fn enabled() -> bool {
+    // SAFETY: a byte set once, before the target first runs, on the fuzzing thread.
+    unsafe { std::ptr::addr_of!(labelfuzz_value_profile_enabled).read() != 0 }
 }
 
 // src/sancov_cmp.c writes LibAFL's maps with the sizes it assumes.
@@ -30,7 +31,6 @@ const _: () = assert!(
 
 /// Makes comparisons labels from now on.
 pub fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
     // SAFETY: a byte the comparison callbacks only read; set before the target runs.
     unsafe {
         *std::ptr::addr_of_mut!(labelfuzz_value_profile_enabled) = 1;
@@ -39,7 +39,7 @@ pub fn enable() {
 
 /// Clears the map before an execution (nothing when value profile is off).
 pub fn reset_before_run() {
-    if ENABLED.load(Ordering::Relaxed) {
+    if enabled() {
         // SAFETY: the map is only written by the comparison callbacks of the target, which
         // runs on this thread, after this returns.
         let map = &raw mut libafl_targets::CMP_MAP;
@@ -51,7 +51,7 @@ pub fn reset_before_run() {
 
 /// Appends the comparison labels of the last execution to `out` (nothing when off).
 pub fn collect_labels(out: &mut Vec<Label>) {
-    if !ENABLED.load(Ordering::Relaxed) {
+    if !enabled() {
         return;
     }
     // SAFETY: read after the execution, on the thread that ran it.

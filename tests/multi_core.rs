@@ -17,8 +17,7 @@ fn reproducers(out: &Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        // Reproducers only: not the `.pattern` beside each.
-        .filter(|n| !n.starts_with('.') && !n.ends_with(".pattern"))
+        .filter(|n| labelfuzz::output::is_input_file(n))
         .collect();
     names.sort();
     names

@@ -113,8 +113,7 @@ fn libfuzzer_artifact_flags_get_a_copy_of_every_reproducer() {
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            // Reproducers only: not the `.pattern` beside each.
-            .filter(|name| !name.starts_with('.') && !name.ends_with(".pattern"))
+            .filter(|name| labelfuzz::output::is_input_file(name))
             .map(|name| (name.clone(), std::fs::read(dir.join(&name)).unwrap()))
             .collect()
     };
@@ -457,7 +456,7 @@ fn a_run_killed_with_sigkill_resumes_with_every_crash_and_its_corpus() {
             .map(|dir| {
                 dir.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|name| !name.starts_with('.') && !name.ends_with(".pattern"))
+                    .filter(|name| labelfuzz::output::is_input_file(name))
                     .map(|name| {
                         let bytes = std::fs::read(out.join("crashes").join(&name)).unwrap();
                         (name, bytes)

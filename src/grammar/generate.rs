@@ -136,12 +136,6 @@ impl<'a> ChoiceSequence<'a> {
         value
     }
 
-    /// How many choices have been read from the source.
-    #[must_use]
-    pub fn position(&self) -> usize {
-        self.next
-    }
-
     /// How many choices have been used so far (recorded ones; 0 when nothing is recorded).
     #[must_use]
     pub fn used_len(&self) -> usize {

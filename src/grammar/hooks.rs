@@ -54,17 +54,15 @@ impl BuiltinHooks {
         Self::default()
     }
 
-    /// The namespace `spec` stands for now (`col@table` → `col@t0`).
-    fn resolve(&self, spec: &str) -> String {
+    /// The namespace `spec` stands for now (`col@table` → `col@t0`). Hooks run on every
+    /// rendering, so an unqualified namespace is not copied.
+    fn resolve<'s>(&self, spec: &'s str) -> std::borrow::Cow<'s, str> {
         match spec.split_once('@') {
             Some((inner, outer)) => {
-                let current = self
-                    .last
-                    .get(outer)
-                    .map(|n| String::from_utf8_lossy(n).into_owned());
-                format!("{inner}@{}", current.unwrap_or_default())
+                let current = self.last.get(outer).map_or(&[][..], Vec::as_slice);
+                format!("{inner}@{}", String::from_utf8_lossy(current)).into()
             }
-            None => spec.to_string(),
+            None => spec.into(),
         }
     }
 
@@ -72,7 +70,7 @@ impl BuiltinHooks {
     #[must_use]
     pub fn names(&self, spec: &str) -> &[Vec<u8>] {
         self.names
-            .get(&self.resolve(spec))
+            .get(self.resolve(spec).as_ref())
             .map_or(&[], Vec::as_slice)
     }
 
@@ -100,19 +98,15 @@ impl Hooks for BuiltinHooks {
             }
             "repeat" => self.last.get(Self::base(spec)).cloned(),
             "fresh" => {
-                let count = self.names(spec).len();
+                // The base and a number no name of the namespace has, even one from `define`.
+                let names = self.names(spec);
                 let base = Self::base(spec);
-                // A name nobody defined yet, even by `define`.
-                let taken = |k: usize| {
-                    self.names(spec)
-                        .iter()
-                        .any(|n| *n == format!("{base}{k}").into_bytes())
-                };
-                let k = (count..).find(|&k| !taken(k)).unwrap_or(count);
-                Some(format!("{base}{k}").into_bytes())
+                (names.len()..)
+                    .map(|k| format!("{base}{k}").into_bytes())
+                    .find(|candidate| !names.contains(candidate))
             }
             "scope" => {
-                let namespace = self.resolve(spec);
+                let namespace = self.resolve(spec).into_owned();
                 let depth = self.names.get(&namespace).map_or(0, Vec::len);
                 self.scopes.push((namespace, depth));
                 None
@@ -127,7 +121,7 @@ impl Hooks for BuiltinHooks {
         };
         match kind {
             "define" | "fresh" => {
-                let namespace = self.resolve(spec);
+                let namespace = self.resolve(spec).into_owned();
                 self.names
                     .entry(namespace)
                     .or_default()

@@ -165,19 +165,7 @@ impl<'g> Builder<'g> {
         rule: &Rule,
         child: &mut dyn FnMut(&mut Self, usize, SymbolId) -> SymbolId,
     ) -> Rule {
-        let tokens = rule
-            .tokens
-            .iter()
-            .enumerate()
-            .map(|(position, token)| Token {
-                item: match token.item {
-                    Item::Symbol(symbol) => Item::Symbol(child(self, position, symbol)),
-                    Item::Text(ref text) => Item::Text(text.clone()),
-                },
-                hook: token.hook.clone(),
-            })
-            .collect();
-        Rule { tokens, cost: 0 }
+        with_symbols(rule, &mut |position, symbol| child(self, position, symbol))
     }
 
     /// Every pair reached from `start`, with its rules, as a grammar (unproductive
@@ -197,6 +185,24 @@ impl<'g> Builder<'g> {
     }
 }
 
+/// A copy of `rule` (cost to be computed) whose nonterminal tokens become
+/// `symbol(position, nonterminal)`.
+fn with_symbols(rule: &Rule, symbol: &mut dyn FnMut(usize, SymbolId) -> SymbolId) -> Rule {
+    let tokens = rule
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(position, token)| Token {
+            item: match token.item {
+                Item::Symbol(id) => Item::Symbol(symbol(position, id)),
+                Item::Text(ref text) => Item::Text(text.clone()),
+            },
+            hook: token.hook.clone(),
+        })
+        .collect();
+    Rule { tokens, cost: 0 }
+}
+
 /// Removes nonterminals with no finite expansion (and the rules using them), then the
 /// unreachable ones; computes costs.
 fn prune(
@@ -204,17 +210,21 @@ fn prune(
     rules: Vec<Vec<Rule>>,
     start: SymbolId,
 ) -> Result<Grammar, GrammarError> {
+    // A rule is productive when all its nonterminals are.
+    let all_productive = |rule: &Rule, productive: &[bool]| {
+        rule.tokens.iter().all(|t| match t.item {
+            Item::Symbol(s) => productive[s],
+            Item::Text(_) => true,
+        })
+    };
     let mut productive = vec![false; names.len()];
     loop {
         let mut changed = false;
         for (symbol, alternatives) in rules.iter().enumerate() {
             if !productive[symbol]
-                && alternatives.iter().any(|rule| {
-                    rule.tokens.iter().all(|t| match t.item {
-                        Item::Symbol(s) => productive[s],
-                        Item::Text(_) => true,
-                    })
-                })
+                && alternatives
+                    .iter()
+                    .any(|rule| all_productive(rule, &productive))
             {
                 productive[symbol] = true;
                 changed = true;
@@ -231,12 +241,7 @@ fn prune(
         ));
     }
     // Keep productive rules; then renumber what `<start>` reaches.
-    let keep = |rule: &Rule| {
-        rule.tokens.iter().all(|t| match t.item {
-            Item::Symbol(s) => productive[s],
-            Item::Text(_) => true,
-        })
-    };
+    let keep = |rule: &Rule| all_productive(rule, &productive);
     let mut order = vec![start];
     let mut index: HashMap<SymbolId, SymbolId> = HashMap::from([(start, 0)]);
     let mut at = 0;
@@ -260,20 +265,7 @@ fn prune(
             rules[symbol]
                 .iter()
                 .filter(|r| keep(r))
-                .map(|rule| Rule {
-                    tokens: rule
-                        .tokens
-                        .iter()
-                        .map(|t| Token {
-                            item: match t.item {
-                                Item::Symbol(s) => Item::Symbol(index[&s]),
-                                Item::Text(ref text) => Item::Text(text.clone()),
-                            },
-                            hook: t.hook.clone(),
-                        })
-                        .collect(),
-                    cost: 0,
-                })
+                .map(|rule| with_symbols(rule, &mut |_, s| index[&s]))
                 .collect()
         })
         .collect();

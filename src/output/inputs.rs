@@ -5,6 +5,14 @@ use std::path::{Path, PathBuf};
 
 use crate::error::LabelfuzzError;
 
+/// Whether a file named `name` in an input or output directory is an input: not a hidden or
+/// temporary file, nor what labelfuzz writes beside a crash reproducer (`.rendered` sentence,
+/// `.pattern`).
+#[must_use]
+pub fn is_input_file(name: &str) -> bool {
+    !(name.starts_with('.') || name.ends_with(".rendered") || name.ends_with(".pattern"))
+}
+
 /// Reads the inputs in `dir`, sorted by file name: every regular file except hidden ones
 /// (temporary files), `.rendered` sentences and `.pattern` files. A file over `max_len` bytes is skipped with a
 /// warning (it could not be shrunk below the limit anyway), as is an unreadable one; an
@@ -57,7 +65,7 @@ fn list_files(
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name.ends_with(".rendered") || name.ends_with(".pattern") {
+        if !is_input_file(&name) {
             continue;
         }
         // Follows symbolic links, as reading the file would.

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 mod inputs;
 
-pub use inputs::{read_inputs, PreviousRun};
+pub use inputs::{is_input_file, read_inputs, PreviousRun};
 
 use crate::error::LabelfuzzError;
 use crate::labels::short_digest;

@@ -178,16 +178,16 @@ pub fn generalize_bytes(
                 Some(v)
             };
             match oracle.trial(settings, &mut variant) {
-                (Trial::Decided(true), shown, missed) => {
+                Trial::Abstract { shown, tried } => {
                     parts[position] = BytePart::Class {
                         class,
                         shown,
-                        tried: shown + missed,
+                        tried,
                     };
                     break;
                 }
-                (Trial::Decided(false), ..) => {}
-                (Trial::Stopped, ..) => {
+                Trial::Concrete => {}
+                Trial::Stopped => {
                     return BytePattern {
                         parts,
                         probes: oracle.spent,
@@ -240,9 +240,9 @@ pub fn generalize_bytes(
             Some(v)
         };
         match oracle.trial(settings, &mut variant) {
-            (Trial::Decided(true), shown, missed) => any_runs.push((run, shown, shown + missed)),
-            (Trial::Decided(false), ..) => {}
-            (Trial::Stopped, ..) => break,
+            Trial::Abstract { shown, tried } => any_runs.push((run, shown, tried)),
+            Trial::Concrete => {}
+            Trial::Stopped => break,
         }
     }
     // Replace each length-free run by one `*`, from the back so indices stay valid.

@@ -48,15 +48,6 @@ pub enum PatternTree {
 }
 
 impl PatternTree {
-    /// The nonterminal at this node (`None` for text).
-    #[must_use]
-    pub fn symbol(&self) -> Option<&str> {
-        match self {
-            PatternTree::Text(_) => None,
-            PatternTree::Node { symbol, .. } | PatternTree::Hole { symbol, .. } => Some(symbol),
-        }
-    }
-
     fn write(&self, out: &mut String) {
         match self {
             PatternTree::Text(text) => out.push_str(text),
@@ -200,17 +191,17 @@ pub fn generalize_grammar(
             (derived.output != original.output).then(|| choice_bytes(&derived.used))
         };
         match oracle.trial(settings, &mut variant) {
-            (Trial::Decided(true), shown, missed) => {
+            Trial::Abstract { shown, tried } => {
                 holes.insert(
                     node.index,
                     Hole {
                         group: None,
                         shown,
-                        tried: shown + missed,
+                        tried,
                     },
                 );
             }
-            (Trial::Decided(false), ..) => {
+            Trial::Concrete => {
                 failed.push(node);
                 // Children in input order: pushed last first.
                 for part in node.children.iter().rev() {
@@ -219,7 +210,7 @@ pub fn generalize_grammar(
                     }
                 }
             }
-            (Trial::Stopped, ..) => break,
+            Trial::Stopped => break,
         }
     }
 
@@ -259,7 +250,7 @@ pub fn generalize_grammar(
                 );
                 Some(choice_bytes(&derived.used))
             };
-            if let (Trial::Decided(true), shown, missed) = oracle.trial(settings, &mut variant) {
+            if let Trial::Abstract { shown, tried } = oracle.trial(settings, &mut variant) {
                 group += 1;
                 for node in [first, second] {
                     holes.insert(
@@ -267,7 +258,7 @@ pub fn generalize_grammar(
                         Hole {
                             group: Some(group),
                             shown,
-                            tried: shown + missed,
+                            tried,
                         },
                     );
                 }
@@ -323,13 +314,11 @@ pub fn generalize_grammar(
             let contains = placed.output.windows(text.len().max(1)).any(|w| w == text);
             (contains && placed.output != original.output).then(|| choice_bytes(&placed.used))
         };
-        match oracle.trial(settings, &mut variant) {
-            (Trial::Decided(true), ..) => {
-                root = child;
-                anywhere = true;
-            }
-            _ => break,
+        if !matches!(oracle.trial(settings, &mut variant), Trial::Abstract { .. }) {
+            break;
         }
+        root = child;
+        anywhere = true;
     }
 
     GrammarPattern {

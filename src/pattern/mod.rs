@@ -88,19 +88,19 @@ impl std::fmt::Display for Pattern {
     }
 }
 
-/// Counts the verdicts on one part's variants and says when the part is decided.
-#[derive(Debug, Default)]
-struct Tally {
-    shown: u32,
-    missed: u32,
-}
-
-/// What happened to a generalization's test.
-#[derive(Debug, PartialEq, Eq)]
+/// How a part of the input came out of its variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trial {
-    /// Every variant that could be tried was; abstract or not.
-    Decided(bool),
-    /// The budget or the run ended.
+    /// (Nearly) every variant still showed the crash label: `shown` of `tried`.
+    Abstract {
+        /// Variants that showed the label.
+        shown: u32,
+        /// Variants run.
+        tried: u32,
+    },
+    /// Too many variants lost it (or there were too few to tell).
+    Concrete,
+    /// The budget or the run ended first.
     Stopped,
 }
 
@@ -132,36 +132,39 @@ impl Oracle<'_> {
 
     /// Tries variants from `variant(i)` (i = 0, 1, ...; `None`: no new variant for this i)
     /// until the part is decided: abstract after `settings.trials` variants with at most the
-    /// allowed misses, concrete at the first miss too many. Returns the decision and the tally.
+    /// allowed misses, concrete at the first miss too many.
     fn trial(
         &mut self,
         settings: &Settings,
         variant: &mut dyn FnMut(u64) -> Option<Vec<u8>>,
-    ) -> (Trial, u32, u32) {
-        let mut tally = Tally::default();
+    ) -> Trial {
+        let (mut shown, mut missed) = (0, 0);
         let allowed = settings.allowed_misses();
         // Variants equal to the reproducer say nothing: a few more attempts make up for them.
         let attempts = u64::from(settings.trials) * 4;
         for i in 0..attempts {
-            if tally.shown + tally.missed >= settings.trials {
+            if shown + missed >= settings.trials {
                 break;
             }
             let Some(input) = variant(i) else { continue };
             match self.shows(&input) {
-                None => return (Trial::Stopped, tally.shown, tally.missed),
-                Some(true) => tally.shown += 1,
+                None => return Trial::Stopped,
+                Some(true) => shown += 1,
                 Some(false) => {
-                    tally.missed += 1;
-                    if tally.missed > allowed {
-                        return (Trial::Decided(false), tally.shown, tally.missed);
+                    missed += 1;
+                    if missed > allowed {
+                        return Trial::Concrete;
                     }
                 }
             }
         }
         // A part with (almost) no variants at all (a single-choice rule) is left concrete.
-        let tried = tally.shown + tally.missed;
-        let abstract_ = tried * 2 >= settings.trials && tally.missed <= allowed;
-        (Trial::Decided(abstract_), tally.shown, tally.missed)
+        let tried = shown + missed;
+        if tried * 2 >= settings.trials && missed <= allowed {
+            Trial::Abstract { shown, tried }
+        } else {
+            Trial::Concrete
+        }
     }
 }
 

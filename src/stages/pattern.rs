@@ -185,34 +185,33 @@ impl PatternStage {
         label: Label,
         pattern: Pattern,
     ) -> Result<(), Error> {
-        let grammar = self.grammar.clone();
-        let out = self.out.clone();
+        let grammar = self.grammar.as_deref();
         let table = state.metadata_mut::<CrashTable>()?;
         let Some(record) = table.get(label).cloned() else {
             return Ok(());
         };
         let mut same = |pattern: &Pattern, other: &CrashRecord| {
-            matches(grammar.as_deref(), pattern, &other.key)
+            matches(grammar, pattern, &other.key)
                 && other
                     .pattern
                     .as_ref()
-                    .is_some_and(|theirs| matches(grammar.as_deref(), theirs, &record.key))
+                    .is_some_and(|theirs| matches(grammar, theirs, &record.key))
         };
         table.set_pattern(label, pattern.clone(), &mut same);
-        let twins = table
+        let twins: Vec<String> = table
             .get(label)
-            .map(|r| r.same_bug_as.clone())
+            .map(|r| r.same_bug_as.iter().map(ToString::to_string).collect())
             .unwrap_or_default();
         let file = format!("{}.pattern", record.file);
         let file = Path::new(&file);
         let text = serde_json::to_vec_pretty(&PatternFile {
             pattern: pattern.to_string(),
             crash: format!("{} {}", record.info.kind, record.info.location),
-            same_bug_as: twins.iter().map(ToString::to_string).collect(),
+            same_bug_as: twins.clone(),
             details: &pattern,
         })
         .map_err(|e| Error::serialize(e.to_string()))?;
-        if let Err(e) = out.write_atomic(file, &text) {
+        if let Err(e) = self.out.write_atomic(file, &text) {
             crate::say!("labelfuzz: warning: {}: {e}", file.display());
         }
         if !self.quiet {
@@ -229,14 +228,7 @@ impl PatternStage {
             let twins = if twins.is_empty() {
                 String::new()
             } else {
-                format!(
-                    "; the same bug as {}",
-                    twins
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                format!("; the same bug as {}", twins.join(", "))
             };
             crate::say!(
                 "labelfuzz: pattern of {} {}: {pattern} ({} executions{}{}{twins})",

@@ -109,12 +109,15 @@ fn main() {
                     || fuzzers_to_run
                         .split(',')
                         .any(|f| f.trim() == fuzzer.dir_name());
-                let done = read_json(
-                    &fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
-                        .join("measured.json"),
-                )["points"]
-                    .is_array();
-                if !run && !done {
+                // A fuzzer not run this time still fills the tables with its finished runs.
+                let finished = || {
+                    read_json(
+                        &fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
+                            .join("measured.json"),
+                    )["points"]
+                        .is_array()
+                };
+                if !run && !finished() {
                     continue;
                 }
                 jobs.push(Job {
