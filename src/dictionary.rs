@@ -76,9 +76,40 @@ fn parse_line(line: &[u8]) -> Result<Vec<u8>, String> {
     Err("no closing quote".into())
 }
 
+/// `tokens` as a dictionary file that [`parse_dictionary`] (and libFuzzer, AFL++) read back:
+/// one quoted token a line, bytes outside printable ASCII as `\xNN`.
+#[must_use]
+pub fn format_dictionary<'a>(tokens: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut text = String::new();
+    for token in tokens {
+        text.push('"');
+        for &byte in token {
+            match byte {
+                b'"' => text.push_str("\\\""),
+                b'\\' => text.push_str("\\\\"),
+                b' '..=b'~' => text.push(char::from(byte)),
+                _ => text.push_str(&format!("\\x{byte:02x}")),
+            }
+        }
+        text.push_str("\"\n");
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_written_dictionary_reads_back() {
+        let tokens: Vec<&[u8]> = vec![b"SELECT", b"\x89PNG\r\n", b"a\"b\\c", b"\x00\xff"];
+        let text = format_dictionary(tokens.iter().copied());
+        assert_eq!(
+            text,
+            "\"SELECT\"\n\"\\x89PNG\\x0d\\x0a\"\n\"a\\\"b\\\\c\"\n\"\\x00\\xff\"\n"
+        );
+        assert_eq!(parse_dictionary(text.as_bytes()).unwrap(), tokens);
+    }
 
     #[test]
     fn libfuzzer_and_afl_dictionaries_parse() {

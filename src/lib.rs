@@ -54,6 +54,7 @@ pub mod html_report;
 pub mod interrupt;
 pub mod labels;
 pub mod launch;
+pub mod learned_tokens;
 pub mod memory;
 pub mod mutators;
 pub mod order;

@@ -2,12 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use libafl::mutators::Tokens;
 use libafl::state::{HasExecutions, HasImported, HasStartTime};
 use libafl::HasMetadata;
 use libafl_bolts::current_time;
 
 use crate::crashes::CrashTable;
 use crate::error::LabelfuzzError;
+use crate::learned_tokens::LearnedTokenCount;
 use crate::output::OutputDir;
 use crate::table::LabelTable;
 
@@ -79,6 +81,10 @@ pub struct Summary {
     /// in a multi-core run, the sum over the clients.
     #[serde(default)]
     pub imported: usize,
+    /// Tokens learned from the target's comparisons (`learned.dict`); in a multi-core run, the
+    /// most any client learned.
+    #[serde(default)]
+    pub learned_tokens: usize,
 }
 
 fn one() -> usize {
@@ -134,6 +140,7 @@ impl Summary {
             peak_rss_mb: parts.iter().map(|p| p.peak_rss_mb).sum(),
             clients: parts.len(),
             imported: parts.iter().map(|p| p.imported).sum(),
+            learned_tokens: parts.iter().map(|p| p.learned_tokens).max().unwrap_or(0),
         })
     }
 
@@ -323,6 +330,9 @@ impl Reporter {
             peak_rss_mb: crate::memory::peak_rss_mb(),
             clients: 1,
             imported: *state.imported(),
+            learned_tokens: state
+                .metadata::<LearnedTokenCount>()
+                .map_or(0, |count| count.0),
         }
     }
 
@@ -344,6 +354,26 @@ impl Reporter {
         state: &S,
     ) -> Result<Summary, LabelfuzzError> {
         self.report_at(state, crate::progress::Moment::Final)
+    }
+
+    /// Writes `learned.dict`: the tokens this client learned from the target's comparisons, a
+    /// dictionary for `-dict`/`--dict` in later runs (libFuzzer prints a "recommended
+    /// dictionary", AFL++ keeps its auto extras). They are the last ones in the run's
+    /// [`Tokens`]: a `--dict` file's come first.
+    fn write_learned_tokens<S: HasMetadata>(&self, state: &S) -> Result<(), LabelfuzzError> {
+        let (Ok(tokens), Ok(count)) = (
+            state.metadata::<Tokens>(),
+            state.metadata::<LearnedTokenCount>(),
+        ) else {
+            return Ok(());
+        };
+        let learned = &tokens.tokens()[tokens.len().saturating_sub(count.0)..];
+        if learned.is_empty() {
+            return Ok(());
+        }
+        let text = crate::dictionary::format_dictionary(learned.iter().map(Vec::as_slice));
+        self.out
+            .write_atomic(std::path::Path::new("learned.dict"), text.as_bytes())
     }
 
     fn report_at<S: HasMetadata + HasExecutions + HasStartTime + HasImported>(
@@ -371,6 +401,9 @@ impl Reporter {
         };
         let summary = Summary::merge_parts(&self.out, &parts).unwrap_or_else(|| own.clone());
         self.out.write_summary(&summary)?;
+        if self.client.is_first() && self.records.series {
+            self.write_learned_tokens(state)?;
+        }
         if self.client.is_first() && self.records.series {
             let clients: Vec<_> = parts.iter().map(Summary::point).collect();
             let offset = state
@@ -425,6 +458,7 @@ mod tests {
                 peak_rss_mb: 0,
                 clients: 1,
                 imported: 0,
+                learned_tokens: client,
             };
             let text = serde_json::to_vec(&summary).unwrap();
             out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)
@@ -433,6 +467,7 @@ mod tests {
         let merged = Summary::merge_clients(&out, 2).unwrap();
         assert_eq!(merged.crashes.len(), 1);
         assert_eq!(merged.crashes[0].len, 3);
+        assert_eq!(merged.learned_tokens, 2, "the most any client learned");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
