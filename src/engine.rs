@@ -98,10 +98,15 @@ impl<EM> ClientManager for EM where
 }
 
 /// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
-/// 5: deep stacks cost more than the execution on fast targets and mostly produce noise), with
-/// the token mutations: they insert the dictionary's tokens (put into the state here) and those
-/// the CmpLog stage learns from the target's comparisons.
+/// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
+/// a dictionary, its tokens go into the state and the token mutations join.
 fn havoc_mutator(state: &mut State, dictionary: &[Vec<u8>]) -> DynMutator<BytesInput, State> {
+    if dictionary.is_empty() {
+        return DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
+            havoc_mutations(),
+            HAVOC_STACK_POW,
+        )));
+    }
     let tokens = state.metadata_or_insert_with(Tokens::default);
     for token in dictionary {
         tokens.add_token(token);

@@ -1,30 +1,67 @@
 //! Tokens learned from the target's comparisons: the operands a traced run compared the input
-//! against that look like keywords, magic numbers or strings, kept as a dictionary the run builds
-//! itself (AFL++ calls this its auto dictionary).
+//! against that look like keywords, magic numbers or strings, kept as a dictionary the run
+//! writes to `learned.dict` (libFuzzer prints a "recommended dictionary", AFL++ keeps its auto
+//! extras), for `--dict` in later runs.
 //!
-//! Input-to-state replacement only helps where the input already holds the other operand at
-//! some position. A keyword that the target looks for somewhere else, or in a later statement,
-//! needs the token inserted or appended: havoc's token mutations and the expansions do that with
-//! these tokens, as they do with a `--dict` file's.
+//! The run itself does not mutate with them: measured on zlib, libpng and lcms (600 s, one
+//! seed, the benchmark's coverage yardstick), havoc's token mutations and an appended random
+//! token with these tokens ended 1 to 3 % behind the same engine without them.
 
-use libafl::mutators::Tokens;
+use std::collections::HashSet;
+
 use libafl::observers::CmpValues;
 use libafl_bolts::ToSlice;
 
-/// The most tokens a fuzzing process learns (a dictionary given with `--dict` comes on top). A
-/// large target compares against thousands of distinct values; the first ones found are those of
-/// the shallow parsing stages, where a token opens the most.
+/// The most tokens a fuzzing process learns. A large target compares against thousands of
+/// distinct values; the first ones found are those of the shallow parsing stages.
 pub const MAX_LEARNED_TOKENS: usize = 1024;
 
 /// The longest learned token (the widest operand a byte-string comparison logs).
 pub const MAX_TOKEN_LEN: usize = 32;
 
-/// How many learned tokens a fuzzing process has, kept beside LibAFL's [`Tokens`] (which also
-/// holds the `--dict` tokens) so that the cap counts learned ones only.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct LearnedTokenCount(pub usize);
+/// The tokens a fuzzing process has learned, in the order found (kept in the state, so a
+/// restarted process goes on from them).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct LearnedTokens {
+    tokens: Vec<Vec<u8>>,
+    #[serde(skip)]
+    known: HashSet<Vec<u8>>,
+}
 
-libafl_bolts::impl_serdeany!(LearnedTokenCount);
+libafl_bolts::impl_serdeany!(LearnedTokens);
+
+impl LearnedTokens {
+    /// The tokens, in the order they were learned.
+    #[must_use]
+    pub fn tokens(&self) -> &[Vec<u8>] {
+        &self.tokens
+    }
+
+    /// Whether there is room for more.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.tokens.len() >= MAX_LEARNED_TOKENS
+    }
+
+    /// Adds the new ones among `candidates` while there is room; how many were added.
+    pub fn learn(&mut self, candidates: Vec<Vec<u8>>) -> usize {
+        if self.known.len() != self.tokens.len() {
+            // Restored from a serialized state, which does not carry the set.
+            self.known = self.tokens.iter().cloned().collect();
+        }
+        let mut added = 0;
+        for token in candidates {
+            if self.is_full() {
+                break;
+            }
+            if self.known.insert(token.clone()) {
+                self.tokens.push(token);
+                added += 1;
+            }
+        }
+        added
+    }
+}
 
 /// The token candidates among the operands of one traced run of `input`: both sides of
 /// byte-string comparisons (up to a NUL, as `strcmp` reads them), and integer operands of two or
@@ -101,26 +138,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.len() <= haystack.len() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Adds `candidates` to the run's `tokens` until `count` reaches [`MAX_LEARNED_TOKENS`]; the
-/// number added.
-pub fn learn(
-    tokens: &mut Tokens,
-    count: &mut LearnedTokenCount,
-    candidates: Vec<Vec<u8>>,
-) -> usize {
-    let mut added = 0;
-    for token in candidates {
-        if count.0 >= MAX_LEARNED_TOKENS {
-            break;
-        }
-        if tokens.add_token(&token) {
-            count.0 += 1;
-            added += 1;
-        }
-    }
-    added
-}
-
 #[cfg(test)]
 mod tests {
     use libafl::observers::CmplogBytes;
@@ -162,23 +179,18 @@ mod tests {
 
     #[test]
     fn learning_stops_at_the_cap_and_counts_only_new_tokens() {
-        let mut tokens = Tokens::new();
-        tokens.add_token(&b"dict".to_vec());
-        let mut count = LearnedTokenCount::default();
-        assert_eq!(
-            learn(
-                &mut tokens,
-                &mut count,
-                vec![b"dict".to_vec(), b"new".to_vec()]
-            ),
-            1,
-            "a token the dictionary has already is not learned again"
-        );
+        let mut learned = LearnedTokens::default();
+        assert_eq!(learned.learn(vec![b"GET".to_vec(), b"GET".to_vec()]), 1);
+        // A restored state has the tokens but not the set: no token comes twice all the same.
+        let mut restored: LearnedTokens =
+            postcard::from_bytes(&postcard::to_allocvec(&learned).unwrap()).unwrap();
+        assert_eq!(restored.learn(vec![b"GET".to_vec(), b"PUT".to_vec()]), 1);
         let many = (0..2 * MAX_LEARNED_TOKENS)
             .map(|i| format!("t{i}").into_bytes())
             .collect();
-        learn(&mut tokens, &mut count, many);
-        assert_eq!(count.0, MAX_LEARNED_TOKENS);
-        assert_eq!(tokens.len(), MAX_LEARNED_TOKENS + 1);
+        restored.learn(many);
+        assert!(restored.is_full());
+        assert_eq!(restored.tokens().len(), MAX_LEARNED_TOKENS);
+        assert_eq!(&restored.tokens()[..2], &[b"GET".to_vec(), b"PUT".to_vec()]);
     }
 }

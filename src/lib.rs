@@ -67,6 +67,7 @@ pub mod scheduler;
 pub mod seen;
 pub mod shrink;
 pub mod signals;
+pub mod specialise;
 pub mod stages;
 pub mod stats;
 pub mod symbols;

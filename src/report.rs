@@ -2,14 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use libafl::mutators::Tokens;
 use libafl::state::{HasExecutions, HasImported, HasStartTime};
 use libafl::HasMetadata;
 use libafl_bolts::current_time;
 
 use crate::crashes::CrashTable;
 use crate::error::LabelfuzzError;
-use crate::learned_tokens::LearnedTokenCount;
+use crate::learned_tokens::LearnedTokens;
 use crate::output::OutputDir;
 use crate::table::LabelTable;
 
@@ -331,8 +330,8 @@ impl Reporter {
             clients: 1,
             imported: *state.imported(),
             learned_tokens: state
-                .metadata::<LearnedTokenCount>()
-                .map_or(0, |count| count.0),
+                .metadata::<LearnedTokens>()
+                .map_or(0, |learned| learned.tokens().len()),
         }
     }
 
@@ -357,21 +356,15 @@ impl Reporter {
     }
 
     /// Writes `learned.dict`: the tokens this client learned from the target's comparisons, a
-    /// dictionary for `-dict`/`--dict` in later runs (libFuzzer prints a "recommended
-    /// dictionary", AFL++ keeps its auto extras). They are the last ones in the run's
-    /// [`Tokens`]: a `--dict` file's come first.
+    /// dictionary for `-dict`/`--dict` in later runs.
     fn write_learned_tokens<S: HasMetadata>(&self, state: &S) -> Result<(), LabelfuzzError> {
-        let (Ok(tokens), Ok(count)) = (
-            state.metadata::<Tokens>(),
-            state.metadata::<LearnedTokenCount>(),
-        ) else {
+        let Ok(learned) = state.metadata::<LearnedTokens>() else {
             return Ok(());
         };
-        let learned = &tokens.tokens()[tokens.len().saturating_sub(count.0)..];
-        if learned.is_empty() {
+        if learned.tokens().is_empty() {
             return Ok(());
         }
-        let text = crate::dictionary::format_dictionary(learned.iter().map(Vec::as_slice));
+        let text = crate::dictionary::format_dictionary(learned.tokens().iter().map(Vec::as_slice));
         self.out
             .write_atomic(std::path::Path::new("learned.dict"), text.as_bytes())
     }

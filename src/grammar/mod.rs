@@ -32,7 +32,6 @@ pub mod hooks;
 pub mod inputs;
 pub mod parse;
 pub mod reduce;
-pub mod specialise;
 
 pub use generate::{
     ChoiceSequence, DerivationNode, DerivationPart, Generator, Hooks, NoHooks, RandomChoices,
@@ -300,6 +299,22 @@ impl Grammar {
 
     /// Costs by fixpoint: a rule is finite once all its nonterminals are; at most one round per
     /// nonterminal. Then sorts every nonterminal's rules cheapest first (stable).
+    /// The grammar of these nonterminals (the first is the start) and their rules, with the
+    /// costs worked out: how a specialised grammar is put together.
+    pub(crate) fn from_rules(
+        names: Vec<String>,
+        rules: Vec<Vec<Rule>>,
+    ) -> Result<Grammar, GrammarError> {
+        let mut grammar = Grammar {
+            costs: vec![u32::MAX; names.len()],
+            names,
+            rules,
+            start: 0,
+        };
+        grammar.compute_costs()?;
+        Ok(grammar)
+    }
+
     fn compute_costs(&mut self) -> Result<(), GrammarError> {
         let rule_cost = |costs: &[u32], rule: &Rule| -> Option<u32> {
             let mut worst = 0;
@@ -345,6 +360,12 @@ impl Grammar {
     #[must_use]
     pub fn start(&self) -> SymbolId {
         self.start
+    }
+
+    /// How many nonterminals the grammar has (their ids are `0..count`).
+    #[must_use]
+    pub fn symbol_count(&self) -> usize {
+        self.names.len()
     }
 
     /// The name of a nonterminal.

@@ -4,14 +4,14 @@
 use libafl::corpus::{CorpusId, HasCurrentCorpusId};
 use libafl::executors::ExitKind;
 use libafl::inputs::BytesInput;
-use libafl::mutators::{Mutator, Tokens};
+use libafl::mutators::Mutator;
 use libafl::observers::{CmpValuesMetadata, Observer};
 use libafl::stages::Stage;
 use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
 
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};
-use crate::learned_tokens::LearnedTokenCount;
+use crate::learned_tokens::LearnedTokens;
 
 /// The most comparison operands kept per corpus entry. A parser such as SQLite's logs tens of
 /// thousands of comparisons per run, mostly the same ones again; kept whole they cost over a
@@ -148,7 +148,7 @@ where
                 self.observer.post_exec(state, &self.traced, &exit_kind)?;
                 if exit_kind == ExitKind::Ok {
                     let operands = traced_operands();
-                    learn_tokens(state, &operands, self.traced.as_ref())?;
+                    learn_tokens(state, &operands, self.traced.as_ref());
                     distinct_operands(operands, MAX_TRACED_OPERANDS)
                 } else {
                     Vec::new()
@@ -167,25 +167,17 @@ where
     }
 }
 
-/// Adds the token-like operands of a traced run of `input` to the run's dictionary (while it
-/// has room), where havoc's token mutations and the expansions use them.
+/// Adds the token-like operands of a traced run of `input` to the run's learned tokens (while
+/// there is room).
 fn learn_tokens<S: HasMetadata>(
     state: &mut S,
     operands: &[libafl::observers::CmpValues],
     input: &[u8],
-) -> Result<(), Error> {
-    let mut count = *state.metadata_or_insert_with(LearnedTokenCount::default);
-    if count.0 >= crate::learned_tokens::MAX_LEARNED_TOKENS {
-        return Ok(());
+) {
+    let learned = state.metadata_or_insert_with(LearnedTokens::default);
+    if !learned.is_full() {
+        learned.learn(crate::learned_tokens::candidates(operands, input));
     }
-    let found = crate::learned_tokens::candidates(operands, input);
-    crate::learned_tokens::learn(
-        state.metadata_or_insert_with(Tokens::default),
-        &mut count,
-        found,
-    );
-    *state.metadata_mut::<LearnedTokenCount>()? = count;
-    Ok(())
 }
 
 /// The comparison sites a traced run hit, over LibAFL's CmpLog map: LibAFL reads the operands

@@ -1,10 +1,8 @@
 //! The expand stage: the seed's expansions of the scheduled input (random bytes appended, then
 //! each single byte value), each considered, until one improves a label.
 
-use libafl::mutators::Tokens;
 use libafl::stages::Stage;
 use libafl::{Error, HasMetadata};
-use libafl_bolts::rands::Rand;
 
 use super::{load_current_into, ByteExpansionsTried};
 use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
@@ -62,9 +60,6 @@ impl ExpandStage {
         S: FuzzState,
         Z: RunFuzzer<E, EM, S>,
     {
-        if self.append_random_token(run)? {
-            return Ok(true);
-        }
         let mut expansions = if bytes_tried {
             Expansions::random_only(self.max_len)
         } else {
@@ -82,35 +77,6 @@ impl ExpandStage {
             }
         }
         Ok(false)
-    }
-
-    /// Tries `self.base` with one of the run's tokens appended, picked at random: those the
-    /// CmpLog stage learned from the target's comparisons and the dictionary's. A keyword the
-    /// target compares one character at a time, against a table, shows no edge until it is
-    /// whole; appended whole it is one step. True if it improved a label.
-    fn append_random_token<E, EM, S, Z>(
-        &mut self,
-        run: &mut Run<'_, E, EM, S, Z>,
-    ) -> Result<bool, Error>
-    where
-        E: ObservedExecutor,
-        S: FuzzState,
-        Z: RunFuzzer<E, EM, S>,
-    {
-        let count = run.state.metadata::<Tokens>().map_or(0, Tokens::len);
-        let Some(count) = std::num::NonZeroUsize::new(count) else {
-            return Ok(false);
-        };
-        let pick = run.state.rand_mut().below(count);
-        let tokens = run.state.metadata::<Tokens>()?;
-        let token = &tokens.tokens()[pick];
-        if self.base.len() + token.len() > self.max_len {
-            return Ok(false);
-        }
-        self.candidate.clear();
-        self.candidate.extend_from_slice(&self.base);
-        self.candidate.extend_from_slice(token);
-        self.considerer.consider(run, &self.candidate, false)
     }
 
     /// Expands the empty input, which is in no label's corpus entry when the harness rejects

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::{Grammar, GrammarError, Item, Rule, SymbolId, Token};
+use crate::grammar::{Grammar, GrammarError, Item, Rule, SymbolId, Token};
 use crate::pattern::{GrammarPattern, PatternTree};
 
 /// A fragment of a pattern, flattened: its nonterminal, rule and parts.
@@ -271,14 +271,7 @@ fn prune(
         .collect();
     let mut new_names: Vec<String> = order.iter().map(|&s| names[s].clone()).collect();
     new_names[0] = "<start>".into();
-    let mut grammar = Grammar {
-        costs: vec![u32::MAX; new_names.len()],
-        names: new_names,
-        rules: new_rules,
-        start: 0,
-    };
-    grammar.compute_costs()?;
-    Ok(grammar)
+    Grammar::from_rules(new_names, new_rules)
 }
 
 impl Grammar {
@@ -304,7 +297,7 @@ impl Grammar {
         start_set.extend(
             anywhere
                 .iter()
-                .filter(|(s, _)| *s == self.start)
+                .filter(|(s, _)| *s == self.start())
                 .map(|&(_, f)| f),
         );
         let all = fragments.all;
@@ -327,7 +320,7 @@ impl Grammar {
         };
         let builder = Builder::new(self);
         builder.finish(
-            (self.start, Kind::Avoiding(start_set)),
+            (self.start(), Kind::Avoiding(start_set)),
             &mut |b, symbol, kind| {
                 let Kind::Avoiding(set) = kind else {
                     return b
@@ -408,7 +401,7 @@ impl Grammar {
             Kind::Being(root)
         };
         let builder = Builder::new(self);
-        builder.finish((self.start, start), &mut |b, symbol, kind| {
+        builder.finish((self.start(), start), &mut |b, symbol, kind| {
             let rules = b.grammar.rules(symbol);
             let being = |b: &mut Builder<'_>, fragment: usize| {
                 let f = &all[fragment];
@@ -462,11 +455,11 @@ impl Grammar {
 
     /// Which nonterminals can have `target` in their trees (itself included).
     fn reaching(&self, target: SymbolId) -> Vec<bool> {
-        let mut reaches = vec![false; self.names.len()];
+        let mut reaches = vec![false; self.symbol_count()];
         reaches[target] = true;
         loop {
             let mut changed = false;
-            for (symbol, rules) in self.rules.iter().enumerate() {
+            for (symbol, rules) in (0..self.symbol_count()).map(|s| (s, self.rules(s))) {
                 if !reaches[symbol]
                     && rules.iter().flat_map(|r| &r.tokens).any(|t| {
                         matches!(t.item, Item::Symbol(s) if reaches[s]) && t.hook.is_none()
