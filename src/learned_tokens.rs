@@ -138,17 +138,17 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.len() <= haystack.len() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// A byte-string operand as CmpLog logs it, for tests.
+#[cfg(test)]
+pub(crate) fn logged_bytes(text: &[u8]) -> libafl::observers::CmplogBytes {
+    let mut buf = [0; 32];
+    buf[..text.len()].copy_from_slice(text);
+    libafl::observers::CmplogBytes::from_buf_and_len(buf, u8::try_from(text.len()).unwrap())
+}
+
 #[cfg(test)]
 mod tests {
-    use libafl::observers::CmplogBytes;
-
-    use super::*;
-
-    fn bytes(text: &[u8]) -> CmplogBytes {
-        let mut buf = [0; 32];
-        buf[..text.len()].copy_from_slice(text);
-        CmplogBytes::from_buf_and_len(buf, u8::try_from(text.len()).unwrap())
-    }
+    use super::{logged_bytes as bytes, *};
 
     #[test]
     fn keywords_magic_numbers_and_strings_are_learned_in_both_byte_orders() {

@@ -252,15 +252,10 @@ fn traced_operands() -> Vec<libafl::observers::CmpValues> {
 
 #[cfg(test)]
 mod tests {
-    use libafl::observers::{CmpValues, CmplogBytes};
+    use libafl::observers::CmpValues;
 
     use super::*;
-
-    fn bytes(text: &[u8]) -> CmplogBytes {
-        let mut buf = [0; 32];
-        buf[..text.len()].copy_from_slice(text);
-        CmplogBytes::from_buf_and_len(buf, u8::try_from(text.len()).unwrap())
-    }
+    use crate::learned_tokens::logged_bytes as bytes;
 
     #[test]
     fn traced_operands_are_distinct_useful_and_capped() {
