@@ -19,7 +19,9 @@
 //! `<start>` is among them the pattern covers every input (avoid) or none (only), an error.
 //! Equal-text constraints between named holes (`<var>#1`) are not expressible in a context-free
 //! grammar: they are dropped, so `--avoid` avoids a little more than the pattern, and `--only`
-//! may produce inputs where the named holes differ.
+//! may produce inputs where the named holes differ. A pattern's recursive layers that may
+//! repeat or go ([`crate::pattern::Layer`]) are not used either: both modes take the pattern as
+//! it was found (an anywhere-pattern already covers deeper nestings of its own top layer).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -592,6 +594,7 @@ mod tests {
             },
             anywhere: true,
             probes: 20,
+            layers: Vec::new(),
         };
         assert!(grammar.avoiding(&[hole]).is_err());
         let foreign = GrammarPattern {
@@ -602,6 +605,7 @@ mod tests {
             },
             anywhere: true,
             probes: 1,
+            layers: Vec::new(),
         };
         let message = grammar.avoiding(&[foreign]).unwrap_err().to_string();
         assert!(message.contains("<json>"), "{message}");

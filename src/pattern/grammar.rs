@@ -10,6 +10,11 @@
 //!    child's subtree is put into random inputs in place of a node of its nonterminal; when
 //!    that still fails, the surrounding input does not matter and the pattern is the child's
 //!    (it may occur anywhere).
+//! 4. **Repetition**: a concrete node with a child of its own nonterminal is one layer of a
+//!    recursion (`(<expr>)` around an `<expr>`, one item of a list). With one, two and three
+//!    more such layers, and with the layer taken out, the input tells whether the failure
+//!    needs the layer exactly once: a layer that *repeats* may nest deeper, one that *drops*
+//!    may go. Matching honours both.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -87,6 +92,39 @@ pub struct GrammarPattern {
     pub anywhere: bool,
     /// Executions spent finding it.
     pub probes: usize,
+    /// Its recursive layers that may repeat or drop (step 4).
+    #[serde(default)]
+    pub layers: Vec<Layer>,
+}
+
+/// A recursive layer of a pattern: a concrete expansion with a child of its own nonterminal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layer {
+    /// The layer's node: its number in a preorder walk over the pattern's expansions and holes
+    /// (text not counted), the root being 0.
+    pub node: usize,
+    /// Which part of the node is the recursive child.
+    pub part: usize,
+    /// The layer as text, the recursive child written as its nonterminal: `(<expr>)`.
+    pub text: String,
+    /// Whether inputs with more such layers (one, two, three more) all still fail alike.
+    pub repeats: bool,
+    /// Whether the input without the layer still fails alike.
+    pub drops: bool,
+}
+
+impl Layer {
+    /// How the layer may vary, in words: `` `(<expr>)` may repeat ``.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let how = match (self.repeats, self.drops) {
+            (true, true) => "may repeat or go",
+            (true, false) => "may repeat",
+            (false, true) => "may go",
+            (false, false) => "must occur once",
+        };
+        format!("`{}` {how}", self.text)
+    }
 }
 
 impl GrammarPattern {
@@ -98,50 +136,120 @@ impl GrammarPattern {
         } else {
             vec![tree]
         };
+        let walk = Matcher {
+            inputs,
+            output,
+            nodes: self.tree.preorder(),
+            layers: &self.layers,
+        };
         nodes.into_iter().any(|node| {
             let mut groups = BTreeMap::new();
-            matches_at(inputs, &self.tree, node, output, &mut groups)
+            walk.matches_at(&self.tree, node, &mut groups)
         })
     }
 }
 
-fn matches_at<'o>(
-    inputs: &GrammarInputs,
-    pattern: &PatternTree,
-    node: &DerivationNode,
-    output: &'o [u8],
-    groups: &mut BTreeMap<u32, &'o [u8]>,
-) -> bool {
-    let name = inputs.grammar().name(node.symbol);
-    match pattern {
-        PatternTree::Text(_) => false,
-        PatternTree::Hole { symbol, group, .. } => {
-            symbol == name
-                && group.is_none_or(|g| {
-                    let text = &output[node.output.clone()];
-                    *groups.entry(g).or_insert(text) == text
-                })
+impl PatternTree {
+    /// The pattern's expansions and holes in preorder (the numbering of [`Layer::node`]).
+    fn preorder(&self) -> Vec<&PatternTree> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(tree) = stack.pop() {
+            match tree {
+                PatternTree::Text(_) => {}
+                PatternTree::Hole { .. } => out.push(tree),
+                PatternTree::Node { children, .. } => {
+                    out.push(tree);
+                    stack.extend(children.iter().rev());
+                }
+            }
         }
-        PatternTree::Node {
-            symbol,
-            rule,
-            children,
-        } => {
-            symbol == name
-                && *rule == node.rule
-                && children.len() == node.children.len()
-                && children
-                    .iter()
-                    .zip(&node.children)
-                    .all(|(p, part)| match (p, part) {
-                        (PatternTree::Text(text), DerivationPart::Text(range)) => {
-                            text.as_bytes() == &output[range.clone()]
-                        }
-                        (p, DerivationPart::Node(child)) => {
-                            matches_at(inputs, p, child, output, groups)
-                        }
-                        _ => false,
+        out
+    }
+}
+
+/// Matches derivation trees against one pattern.
+struct Matcher<'a> {
+    inputs: &'a GrammarInputs,
+    output: &'a [u8],
+    nodes: Vec<&'a PatternTree>,
+    layers: &'a [Layer],
+}
+
+impl<'a> Matcher<'a> {
+    /// The layer whose node is `pattern`, if it is one.
+    fn layer(&self, pattern: &PatternTree) -> Option<&'a Layer> {
+        let at = self.nodes.iter().position(|n| std::ptr::eq(*n, pattern))?;
+        self.layers.iter().find(|l| l.node == at)
+    }
+
+    /// Whether `node` matches `pattern` at its root: exactly, or (for a layer that drops) as
+    /// the layer's recursive child, or (for one that repeats) with the layer more than once.
+    fn matches_at(
+        &self,
+        pattern: &'a PatternTree,
+        node: &DerivationNode,
+        groups: &mut BTreeMap<u32, &'a [u8]>,
+    ) -> bool {
+        let layer = self.layer(pattern);
+        let recursive = |layer: &Layer| match pattern {
+            PatternTree::Node { children, .. } => children.get(layer.part),
+            _ => None,
+        };
+        let saved = groups.clone();
+        if self.matches_here(pattern, layer, node, groups) {
+            return true;
+        }
+        *groups = saved.clone();
+        if let Some(child) = layer.filter(|l| l.drops).and_then(recursive) {
+            if self.matches_at(child, node, groups) {
+                return true;
+            }
+        }
+        *groups = saved;
+        false
+    }
+
+    fn matches_here(
+        &self,
+        pattern: &'a PatternTree,
+        layer: Option<&Layer>,
+        node: &DerivationNode,
+        groups: &mut BTreeMap<u32, &'a [u8]>,
+    ) -> bool {
+        let output = self.output;
+        let name = self.inputs.grammar().name(node.symbol);
+        match pattern {
+            PatternTree::Text(_) => false,
+            PatternTree::Hole { symbol, group, .. } => {
+                symbol == name
+                    && group.is_none_or(|g| {
+                        let text = &output[node.output.clone()];
+                        *groups.entry(g).or_insert(text) == text
                     })
+            }
+            PatternTree::Node {
+                symbol,
+                rule,
+                children,
+            } => {
+                symbol == name
+                    && *rule == node.rule
+                    && children.len() == node.children.len()
+                    && children.iter().zip(&node.children).enumerate().all(
+                        |(at, (p, part))| match (p, part) {
+                            (PatternTree::Text(text), DerivationPart::Text(range)) => {
+                                text.as_bytes() == &output[range.clone()]
+                            }
+                            (p, DerivationPart::Node(child)) => {
+                                self.matches_at(p, child, groups)
+                                    || layer.is_some_and(|l| l.repeats && l.part == at)
+                                        && self.matches_at(pattern, child, groups)
+                            }
+                            _ => false,
+                        },
+                    )
+            }
         }
     }
 }
@@ -321,11 +429,98 @@ pub fn generalize_grammar(
         anywhere = true;
     }
 
+    // 4. Repetition: may a recursive layer nest deeper, or go?
+    let tree = pattern_of(inputs, root, &original.output, &holes);
+    let mut layers = Vec::new();
+    for (at, node) in pattern_nodes(root, &holes).into_iter().enumerate() {
+        let recursive = node
+            .children
+            .iter()
+            .enumerate()
+            .find_map(|(part, p)| match p {
+                DerivationPart::Node(child) if child.symbol == node.symbol => Some((part, child)),
+                _ => None,
+            });
+        let Some((part, child)) = recursive else {
+            continue;
+        };
+        if oracle.stopped || holes.contains_key(&node.index) {
+            continue;
+        }
+        let choices = |range: std::ops::Range<usize>| {
+            &base[range.start.min(base.len())..range.end.min(base.len())]
+        };
+        let outer = choices(node.choices.start..child.choices.start);
+        let inner = choices(child.choices.clone());
+        let after = choices(child.choices.end..node.choices.end);
+        let mut fails_alike = |layered: Vec<u32>| {
+            let derived =
+                inputs.derive_spliced(&base, vec![(node, RandomChoices::replaying(&layered))]);
+            if derived.output == original.output {
+                return Some(false);
+            }
+            oracle.shows(&choice_bytes(&derived.used))
+        };
+        let drops = fails_alike(inner.to_vec()) == Some(true);
+        let repeats = (2..=4).all(|layers| {
+            let mut layered = outer.repeat(layers);
+            layered.extend_from_slice(inner);
+            layered.extend(after.repeat(layers));
+            fails_alike(layered) == Some(true)
+        });
+        if let (
+            true,
+            PatternTree::Node {
+                symbol, children, ..
+            },
+        ) = (repeats || drops, tree.preorder()[at])
+        {
+            let mut text = String::new();
+            for (i, c) in children.iter().enumerate() {
+                if i == part {
+                    text.push_str(symbol);
+                } else {
+                    c.write(&mut text);
+                }
+            }
+            layers.push(Layer {
+                node: at,
+                part,
+                text,
+                repeats,
+                drops,
+            });
+        }
+    }
+
     GrammarPattern {
-        tree: pattern_of(inputs, root, &original.output, &holes),
+        tree,
         anywhere,
         probes: oracle.spent,
+        layers,
     }
+}
+
+/// The derivation nodes under `root` that the pattern has (expansions and holes, not what a
+/// hole covers), in the preorder of [`PatternTree::preorder`].
+fn pattern_nodes<'t>(
+    root: &'t DerivationNode,
+    holes: &HashMap<usize, Hole>,
+) -> Vec<&'t DerivationNode> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        out.push(node);
+        if holes.contains_key(&node.index) {
+            continue;
+        }
+        for part in node.children.iter().rev() {
+            if let DerivationPart::Node(child) = part {
+                stack.push(child);
+            }
+        }
+    }
+    out
 }
 
 fn pattern_of(
@@ -402,8 +597,48 @@ pub(crate) mod tests {
         let holes = pattern.tree.holes();
         assert_eq!(holes.len(), 1);
         assert!(holes[0].1 * 10 >= holes[0].2 * 9, "{holes:?}");
+        // Both parenthesis layers may nest deeper; neither may go.
+        let layers: Vec<String> = pattern.layers.iter().map(Layer::describe).collect();
+        assert_eq!(layers, ["`(<expr>)` may repeat", "`(<expr>)` may repeat"]);
         // It matches other inputs with the bug and not inputs without.
-        for (text, expected) in [("b = 1 + ((c - 2));\n", true), ("b = (1) + (2);\n", false)] {
+        for (text, expected) in [
+            ("b = 1 + ((c - 2));\n", true),
+            ("b = (((c)));\n", true),
+            ("b = (1) + (2);\n", false),
+        ] {
+            let (derived, tree) = inputs.derive_traced(&choices_of(&inputs, text));
+            assert_eq!(
+                pattern.matches(&inputs, &tree, &derived.output),
+                expected,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_layer_the_failure_does_not_need_may_go_and_matching_skips_it() {
+        // Fails when a 7 is subtracted: `(7)` needs no parentheses, `- 7` needs its operator.
+        let inputs = GrammarInputs::new(Grammar::from_json(SEED).unwrap(), 8);
+        let choices = choices_of(&inputs, "a = 1 - (7);\n");
+        let minus_seven = |text: &[u8]| {
+            let text = String::from_utf8_lossy(text).replace(['(', ')'], "");
+            text.contains("- 7")
+        };
+        let pattern = generalize_grammar(&inputs, &choices, &Settings::DEFAULT, &mut |bytes| {
+            Verdict::from(minus_seven(&inputs.render(bytes)))
+        });
+        assert_eq!(pattern.to_string(), "<expr> - (7)");
+        let layers: Vec<String> = pattern.layers.iter().map(Layer::describe).collect();
+        // The subtraction is a layer too (left-recursive): `<expr> - (7) - (7)` fails alike.
+        assert_eq!(
+            layers,
+            ["`<expr> - (7)` may repeat", "`(<expr>)` may repeat or go"]
+        );
+        for (text, expected) in [
+            ("b = c - 7;\n", true),
+            ("b = c - ((7));\n", true),
+            ("b = c + (7);\n", false),
+        ] {
             let (derived, tree) = inputs.derive_traced(&choices_of(&inputs, text));
             assert_eq!(
                 pattern.matches(&inputs, &tree, &derived.output),

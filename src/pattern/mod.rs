@@ -16,7 +16,7 @@ pub mod grammar;
 use serde::{Deserialize, Serialize};
 
 pub use bytes::{generalize_bytes, ByteClass, BytePart, BytePattern};
-pub use grammar::{generalize_grammar, GrammarPattern, PatternTree};
+pub use grammar::{generalize_grammar, GrammarPattern, Layer, PatternTree};
 
 /// How much a generalization may cost and how sure it must be.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -225,13 +225,24 @@ impl PatternStage {
                     .join(", "),
                 Pattern::Bytes(_) => String::new(),
             };
+            let layers = match &pattern {
+                Pattern::Grammar(p) if !p.layers.is_empty() => format!(
+                    "; {}",
+                    p.layers
+                        .iter()
+                        .map(crate::pattern::Layer::describe)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => String::new(),
+            };
             let twins = if twins.is_empty() {
                 String::new()
             } else {
                 format!("; the same bug as {}", twins.join(", "))
             };
             crate::say!(
-                "labelfuzz: pattern of {} {}: {pattern} ({} executions{}{}{twins})",
+                "labelfuzz: pattern of {} {}: {pattern} ({} executions{}{}{layers}{twins})",
                 record.info.kind,
                 record.info.location,
                 pattern.probes(),
