@@ -584,6 +584,18 @@ pub(crate) mod tests {
         derived.used
     }
 
+    /// Asserts which of `cases` (text, whether it should match) `pattern` matches.
+    fn assert_matches(inputs: &GrammarInputs, pattern: &GrammarPattern, cases: &[(&str, bool)]) {
+        for &(text, expected) in cases {
+            let (derived, tree) = inputs.derive_traced(&choices_of(inputs, text));
+            assert_eq!(
+                pattern.matches(inputs, &tree, &derived.output),
+                expected,
+                "{text}"
+            );
+        }
+    }
+
     #[test]
     fn the_seed_example_generalizes_to_nested_parentheses_around_any_expression() {
         let inputs = GrammarInputs::new(Grammar::from_json(SEED).unwrap(), 8);
@@ -601,18 +613,15 @@ pub(crate) mod tests {
         let layers: Vec<String> = pattern.layers.iter().map(Layer::describe).collect();
         assert_eq!(layers, ["`(<expr>)` may repeat", "`(<expr>)` may repeat"]);
         // It matches other inputs with the bug and not inputs without.
-        for (text, expected) in [
-            ("b = 1 + ((c - 2));\n", true),
-            ("b = (((c)));\n", true),
-            ("b = (1) + (2);\n", false),
-        ] {
-            let (derived, tree) = inputs.derive_traced(&choices_of(&inputs, text));
-            assert_eq!(
-                pattern.matches(&inputs, &tree, &derived.output),
-                expected,
-                "{text}"
-            );
-        }
+        assert_matches(
+            &inputs,
+            &pattern,
+            &[
+                ("b = 1 + ((c - 2));\n", true),
+                ("b = (((c)));\n", true),
+                ("b = (1) + (2);\n", false),
+            ],
+        );
     }
 
     #[test]
@@ -634,18 +643,15 @@ pub(crate) mod tests {
             layers,
             ["`<expr> - (7)` may repeat", "`(<expr>)` may repeat or go"]
         );
-        for (text, expected) in [
-            ("b = c - 7;\n", true),
-            ("b = c - ((7));\n", true),
-            ("b = c + (7);\n", false),
-        ] {
-            let (derived, tree) = inputs.derive_traced(&choices_of(&inputs, text));
-            assert_eq!(
-                pattern.matches(&inputs, &tree, &derived.output),
-                expected,
-                "{text}"
-            );
-        }
+        assert_matches(
+            &inputs,
+            &pattern,
+            &[
+                ("b = c - 7;\n", true),
+                ("b = c - ((7));\n", true),
+                ("b = c + (7);\n", false),
+            ],
+        );
     }
 
     #[test]

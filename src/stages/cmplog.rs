@@ -20,12 +20,55 @@ pub const MAX_TRACED_OPERANDS: usize = 256;
 
 /// The distinct entries of `logged`, without comparisons whose two sides are equal already
 /// (replacing one by the other changes nothing); when more than `cap` remain, `cap` of them spread
-/// evenly over the run, so that the comparisons of late parsing stages are kept too.
+/// evenly over the run, so that the comparisons of late parsing stages are kept too. Each kept
+/// comparison is followed by its narrower shapes ([`narrower_shapes`]).
 #[must_use]
 pub fn distinct_operands(
     logged: Vec<libafl::observers::CmpValues>,
     cap: usize,
 ) -> Vec<libafl::observers::CmpValues> {
+    let kept = distinct(logged);
+    let kept = if kept.len() <= cap {
+        kept
+    } else {
+        let step = kept.len() as f64 / cap as f64;
+        (0..cap)
+            .map(|i| kept[(i as f64 * step) as usize].clone())
+            .collect()
+    };
+    distinct(kept.into_iter().flat_map(narrower_shapes).collect())
+}
+
+/// `value`, then the same comparison at each narrower width (down to 16 bits) that both sides
+/// fit. C code compares 32-bit checksums in `unsigned long` and 16-bit lengths in `size_t`: the
+/// operand then has fewer bytes in the input than the comparison has, and only the narrower
+/// shape is found there (zlib's Adler-32 check is a 64-bit comparison of a byte-swapped
+/// 32-bit value).
+#[must_use]
+pub fn narrower_shapes(value: libafl::observers::CmpValues) -> Vec<libafl::observers::CmpValues> {
+    use libafl::observers::CmpValues;
+    let mut shapes = vec![value];
+    loop {
+        let narrower = match shapes.last() {
+            Some(&CmpValues::U64((a, b, c))) => u32::try_from(a)
+                .ok()
+                .zip(u32::try_from(b).ok())
+                .map(|(a, b)| CmpValues::U32((a, b, c))),
+            Some(&CmpValues::U32((a, b, c))) => u16::try_from(a)
+                .ok()
+                .zip(u16::try_from(b).ok())
+                .map(|(a, b)| CmpValues::U16((a, b, c))),
+            _ => None,
+        };
+        match narrower {
+            Some(shape) => shapes.push(shape),
+            None => return shapes,
+        }
+    }
+}
+
+/// The distinct entries of `logged` with unequal sides, in order.
+fn distinct(logged: Vec<libafl::observers::CmpValues>) -> Vec<libafl::observers::CmpValues> {
     use libafl::observers::CmpValues;
     use libafl_bolts::ToSlice;
     let mut seen = std::collections::HashSet::new();
@@ -47,13 +90,7 @@ pub fn distinct_operands(
             kept.push(value);
         }
     }
-    if kept.len() <= cap {
-        return kept;
-    }
-    let step = kept.len() as f64 / cap as f64;
-    (0..cap)
-        .map(|i| kept[(i as f64 * step) as usize].clone())
-        .collect()
+    kept
 }
 
 /// How many corpus entries keep their traced operands between schedulings (the most recently
@@ -273,20 +310,57 @@ mod tests {
             kept,
             vec![
                 CmpValues::U32((7, 9, false)),
+                CmpValues::U16((7, 9, false)),
                 CmpValues::U32((7, 9, true)),
+                CmpValues::U16((7, 9, true)),
                 CmpValues::U64((7, 9, false)),
                 CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
             ],
-            "the same comparison once; equal sides never"
+            "the same comparison once, with its narrower shapes; equal sides never"
         );
-        assert_eq!(distinct_operands(logged, 2).len(), 2);
+        // Two kept, U32 and U64 (7, 9): their narrower shapes are the same, U32 and U16.
+        assert_eq!(distinct_operands(logged, 2).len(), 3);
         let many: Vec<CmpValues> = (0..10_000u32)
-            .map(|i| CmpValues::U32((i, i + 1, false)))
+            .map(|i| CmpValues::U32((i << 16, (i + 1) << 16, false)))
             .collect();
         let kept = distinct_operands(many, MAX_TRACED_OPERANDS);
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
-        assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000));
+        assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000 << 16));
+    }
+
+    #[test]
+    fn a_wide_comparison_of_narrow_values_is_also_tried_narrow() {
+        // zlib's Adler-32 check: a byte-swapped 32-bit value compared in 64 bits.
+        let shapes = narrower_shapes(CmpValues::U64((0x0102_0304, 0x0a0b_0c0d, false)));
+        assert_eq!(
+            shapes,
+            [
+                CmpValues::U64((0x0102_0304, 0x0a0b_0c0d, false)),
+                CmpValues::U32((0x0102_0304, 0x0a0b_0c0d, false)),
+            ]
+        );
+        assert_eq!(narrower_shapes(CmpValues::U64((1 << 40, 2, true))).len(), 1);
+        assert_eq!(narrower_shapes(CmpValues::U64((80, 443, true))).len(), 3);
+        // The 32-bit shape is what input-to-state replacement finds in the input: the four
+        // checksum bytes, stored big-endian (read as a little-endian word and swapped by zlib),
+        // are fixed in one mutation.
+        let input = BytesInput::new(vec![0x78, 0x01, 0x01, 0x02, 0x03, 0x04]);
+        let mut state = libafl::state::NopState::<BytesInput>::new();
+        state.metadata_map_mut().insert(CmpValuesMetadata {
+            list: vec![shapes[1].clone()],
+        });
+        let mut replace = libafl::mutators::I2SRandReplace;
+        let mut fixed = false;
+        for _ in 0..64 {
+            let mut mutant = input.clone();
+            if replace.mutate(&mut state, &mut mutant).unwrap()
+                == libafl::mutators::MutationResult::Mutated
+            {
+                fixed |= mutant.as_ref()[..] == [0x78, 0x01, 0x0a, 0x0b, 0x0c, 0x0d];
+            }
+        }
+        assert!(fixed);
     }
 
     #[test]
