@@ -395,7 +395,7 @@ pub fn generalize_grammar(
         if grouped_outside {
             break;
         }
-        let subtree = &base[child.choices.start.min(base.len())..child.choices.end.min(base.len())];
+        let subtree = choices_in(&base, child.choices.clone());
         let text = text_of(child).to_vec();
         let mut variant = |i: u64| {
             let context_seed = mix(&[child.index as u64, i, 7]);
@@ -431,6 +431,7 @@ pub fn generalize_grammar(
 
     // 4. Repetition: may a recursive layer nest deeper, or go?
     let tree = pattern_of(inputs, root, &original.output, &holes);
+    let tree_nodes = tree.preorder();
     let mut layers = Vec::new();
     for (at, node) in pattern_nodes(root, &holes).into_iter().enumerate() {
         let recursive = node
@@ -447,12 +448,9 @@ pub fn generalize_grammar(
         if oracle.stopped || holes.contains_key(&node.index) {
             continue;
         }
-        let choices = |range: std::ops::Range<usize>| {
-            &base[range.start.min(base.len())..range.end.min(base.len())]
-        };
-        let outer = choices(node.choices.start..child.choices.start);
-        let inner = choices(child.choices.clone());
-        let after = choices(child.choices.end..node.choices.end);
+        let outer = choices_in(&base, node.choices.start..child.choices.start);
+        let inner = choices_in(&base, child.choices.clone());
+        let after = choices_in(&base, child.choices.end..node.choices.end);
         let mut fails_alike = |layered: Vec<u32>| {
             let derived =
                 inputs.derive_spliced(&base, vec![(node, RandomChoices::replaying(&layered))]);
@@ -473,7 +471,7 @@ pub fn generalize_grammar(
             PatternTree::Node {
                 symbol, children, ..
             },
-        ) = (repeats || drops, tree.preorder()[at])
+        ) = (repeats || drops, tree_nodes[at])
         {
             let mut text = String::new();
             for (i, c) in children.iter().enumerate() {
@@ -499,6 +497,11 @@ pub fn generalize_grammar(
         probes: oracle.spent,
         layers,
     }
+}
+
+/// The choices of `range` (the used choices a node's subtree took), clamped to `base`.
+fn choices_in(base: &[u32], range: std::ops::Range<usize>) -> &[u32] {
+    &base[range.start.min(base.len())..range.end.min(base.len())]
 }
 
 /// The derivation nodes under `root` that the pattern has (expansions and holes, not what a
