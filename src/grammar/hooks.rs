@@ -199,6 +199,49 @@ mod tests {
         assert_eq!(inputs.derive(&derived.used).output, derived.output);
     }
 
+    /// The SQL grammar's own tables (`u0`, `u1`...) are named by hooks only: every statement
+    /// that names one comes after the statement that created it (or renamed a table to it).
+    #[test]
+    fn the_sql_grammar_names_only_tables_it_created() {
+        let grammar = Grammar::from_json(include_str!("../../fuzzers/sql/grammar.json")).unwrap();
+        check_builtin(&grammar).unwrap();
+        let inputs = GrammarInputs::new(grammar, 12).with_hooks(|| Box::new(BuiltinHooks::new()));
+        let is_own_table = |word: &str| {
+            word.strip_prefix('u')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let mut uses = 0;
+        for seed in 0..300 {
+            let derived =
+                inputs.random_expansion(inputs.grammar().start(), 0, RandomChoices::new(seed, 400));
+            let text = String::from_utf8_lossy(&derived.output).into_owned();
+            let mut created: Vec<&str> = Vec::new();
+            let words: Vec<&str> = text
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .filter(|w| !w.is_empty())
+                .collect();
+            for (i, word) in words.iter().enumerate() {
+                if !is_own_table(word) {
+                    continue;
+                }
+                let before = &words[i.saturating_sub(2)..i];
+                if matches!(before, ["CREATE" | "TEMP", "TABLE"] | ["RENAME", "TO"]) {
+                    created.push(word);
+                } else {
+                    assert!(
+                        created.contains(word),
+                        "{word} before its CREATE in:\n{text}"
+                    );
+                    uses += 1;
+                }
+            }
+        }
+        assert!(
+            uses > 300,
+            "only {uses} statements named the grammar's own tables"
+        );
+    }
+
     #[test]
     fn unknown_hook_kinds_are_refused() {
         let grammar =
