@@ -6,10 +6,9 @@
 //! lexicographically smaller.
 //!
 //! The loop starts from the empty input: pick a label at random, take its best input, try its
-//! expansions (a random run appended, a run of one repeated byte appended, the input doubled,
-//! then each single byte appended) until one improves a label, and shrink every improvement at
-//! once. The corpus stays small (one input per label at most) and every crash label ends with a
-//! minimal reproducer.
+//! expansions (a random run appended, then each single byte appended) until one improves a
+//! label, and shrink every improvement at once. The corpus stays small (one input per label at
+//! most) and every crash label ends with a minimal reproducer.
 //!
 //! Modules, one concept each, from the top of the call graph down:
 //! - [`cli`]: the command line; [`launch`]: one process, or one per core and across machines;

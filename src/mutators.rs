@@ -1,10 +1,7 @@
 //! Expansion: the candidates tried from a label's best input, in order.
 //!
-//! First the input with a run of random bytes appended (1 to 1024 of them), then with a run of
-//! one repeated byte appended (zero, 0xff or a random value, up to 1024 times), then the input
-//! twice over, then the input with each single byte value appended, 0 first. The repeated run and
-//! the doubled input are the long, regular data that random bytes never are: what a compressor's
-//! match finder, an image's rows or a table of a declared size need before their code runs. The single-byte expansions make the search climb one
+//! First the input with a run of random bytes appended (1 to 1024 of them), then the input with
+//! each single byte value appended, 0 first. The single-byte expansions make the search climb one
 //! comparison at a time (`F`, `FU`, `FUZ`, ...), and trying them in increasing order means the
 //! first one that helps is already the shortlex-smallest. Last, with a dictionary, the input with
 //! each of its tokens appended, shortest first: a keyword the target compares whole is one step.
@@ -21,8 +18,6 @@ pub const MAX_RANDOM_APPEND: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     RandomRun,
-    RepeatedRun,
-    Doubled,
     Byte(u16),
     Token(usize),
     Done,
@@ -59,7 +54,7 @@ impl Expansions {
     }
 
     /// The expansions of an input whose single-byte expansions were all tried before: only the
-    /// two runs and the doubled input are left (the others would be skipped as already run).
+    /// random run is left (the others would be skipped as already run anyway).
     #[must_use]
     pub fn random_only(max_len: usize) -> Self {
         Expansions {
@@ -88,35 +83,15 @@ impl Expansions {
         self.last_random = self.step == Step::RandomRun;
         match self.step {
             Step::RandomRun => {
-                let len = random_run_len(rand, room);
+                let most = room.min(MAX_RANDOM_APPEND);
+                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
                 out.extend_from_slice(base);
                 fill_random(rand, out, len);
-                self.step = Step::RepeatedRun;
-                true
-            }
-            Step::RepeatedRun => {
-                let value = match rand.below(NonZeroUsize::new(3).expect("3 is non-zero")) {
-                    0 => 0,
-                    1 => 0xff,
-                    _ => rand.next() as u8,
-                };
-                let len = random_run_len(rand, room);
-                out.extend_from_slice(base);
-                out.resize(base.len() + len, value);
-                self.step = Step::Doubled;
-                true
-            }
-            Step::Doubled => {
                 self.step = if self.bytes {
                     Step::Byte(0)
                 } else {
                     Step::Done
                 };
-                if base.is_empty() {
-                    return self.next_into(base, rand, out);
-                }
-                out.extend_from_slice(base);
-                out.extend_from_slice(&base[..base.len().min(room)]);
                 true
             }
             Step::Byte(b) => {
@@ -147,12 +122,6 @@ impl Expansions {
             Step::Done => false,
         }
     }
-}
-
-/// A run length for an appended run: 1 to [`MAX_RANDOM_APPEND`] bytes, at most `room` (> 0).
-fn random_run_len<R: Rand>(rand: &mut R, room: usize) -> usize {
-    let most = room.min(MAX_RANDOM_APPEND);
-    1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"))
 }
 
 /// Appends `len` random bytes to `out`, eight at a time.
@@ -217,46 +186,15 @@ mod tests {
     }
 
     #[test]
-    fn runs_and_the_doubled_input_first_then_every_byte_in_order() {
+    fn random_run_first_then_every_byte_in_order() {
         let cands = all(b"ab", 4096, 1);
-        assert_eq!(cands.len(), 3 + 256);
+        assert_eq!(cands.len(), 257);
         let run = &cands[0];
         assert!(run.starts_with(b"ab"));
         assert!((3..=2 + MAX_RANDOM_APPEND).contains(&run.len()));
-        let repeated = &cands[1];
-        assert!(repeated.starts_with(b"ab"));
-        assert!((3..=2 + MAX_RANDOM_APPEND).contains(&repeated.len()));
-        assert!(
-            repeated[2..].iter().all(|&b| b == repeated[2]),
-            "one byte repeated"
-        );
-        assert_eq!(cands[2], b"abab");
-        for (b, cand) in cands[3..].iter().enumerate() {
+        for (b, cand) in cands[1..].iter().enumerate() {
             assert_eq!(cand, &[b'a', b'b', b as u8]);
         }
-    }
-
-    #[test]
-    fn repeated_runs_are_mostly_zero_or_0xff_and_vary_in_length() {
-        let runs: Vec<Vec<u8>> = (0..60)
-            .map(|seed| all(b"", 4096, seed)[1].clone())
-            .collect();
-        let of = |value: u8| runs.iter().filter(|r| r[0] == value).count();
-        assert!(
-            of(0) > 10 && of(0xff) > 10,
-            "zeros {}, 0xff {}",
-            of(0),
-            of(0xff)
-        );
-        let lens: std::collections::BTreeSet<usize> = runs.iter().map(Vec::len).collect();
-        assert!(lens.len() > 20, "lengths: {lens:?}");
-    }
-
-    #[test]
-    fn the_empty_input_is_not_doubled() {
-        let cands = all(b"", 4096, 5);
-        assert_eq!(cands.len(), 2 + 256);
-        assert_eq!(cands[2], [0]);
     }
 
     #[test]
@@ -269,16 +207,16 @@ mod tests {
         while exp.next_into(b"ab", &mut rand, &mut out) {
             seen.push(out.clone());
         }
-        assert_eq!(seen.len(), 3 + 256 + 2);
-        assert_eq!(seen[259], b"abAND");
-        assert_eq!(seen[260], b"abSELECT");
+        assert_eq!(seen.len(), 1 + 256 + 2);
+        assert_eq!(seen[257], b"abAND");
+        assert_eq!(seen[258], b"abSELECT");
         let mut exp =
             Expansions::new(6).with_tokens(vec![b"AND".to_vec(), b"SELECT".to_vec()].into());
         let mut count = 0;
         while exp.next_into(b"ab", &mut rand, &mut out) {
             count += 1;
         }
-        assert_eq!(count, 3 + 256 + 1, "SELECT does not fit in 6 bytes");
+        assert_eq!(count, 1 + 256 + 1, "SELECT does not fit in 6 bytes");
     }
 
     #[test]
@@ -288,9 +226,6 @@ mod tests {
         let mut out = Vec::new();
         assert!(exp.next_into(b"x", &mut rand, &mut out));
         assert!(out.len() > 1);
-        assert!(exp.next_into(b"x", &mut rand, &mut out));
-        assert!(exp.next_into(b"x", &mut rand, &mut out));
-        assert_eq!(out, b"xx");
         assert!(!exp.next_into(b"x", &mut rand, &mut out));
     }
 

@@ -1,6 +1,5 @@
-//! The expand stage: the expansions of the scheduled input (random bytes appended, one repeated
-//! byte appended, the input doubled, then each single byte value), each considered, until one
-//! improves a label.
+//! The expand stage: the seed's expansions of the scheduled input (random bytes appended, then
+//! each single byte value), each considered, until one improves a label.
 
 use libafl::stages::Stage;
 use libafl::{Error, HasMetadata};
