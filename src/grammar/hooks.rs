@@ -214,7 +214,7 @@ mod tests {
         for seed in 0..300 {
             let derived =
                 inputs.random_expansion(inputs.grammar().start(), 0, RandomChoices::new(seed, 400));
-            let text = String::from_utf8_lossy(&derived.output).into_owned();
+            let text = String::from_utf8_lossy(&derived.output);
             let mut created: Vec<&str> = Vec::new();
             let words: Vec<&str> = text
                 .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
