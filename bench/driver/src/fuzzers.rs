@@ -60,17 +60,6 @@ impl Fuzzer {
     }
 }
 
-impl Fuzzer {
-    /// The binaries a run of this fuzzer executes.
-    pub fn binaries(self, builds: &Builds) -> Vec<&Path> {
-        match self {
-            Fuzzer::Labelfuzz => vec![builds.labelfuzz.as_path()],
-            Fuzzer::Libfuzzer => vec![builds.libfuzzer.as_path()],
-            Fuzzer::Aflpp => vec![builds.afl.as_path(), builds.afl_cmplog.as_path()],
-        }
-    }
-}
-
 /// Where one run keeps everything: `<bench>/runs/<target>/<fuzzer>/seed<N>/`.
 pub fn run_dir(bench: &Path, target: &str, fuzzer: Fuzzer, seed: u64) -> PathBuf {
     bench

@@ -18,7 +18,8 @@
 //! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
 //!   snapshots;
 //! - `BENCH_FRESH=1` reruns runs that already finished (by default a rerun only does what is
-//!   missing or was run with other binaries, so an interrupted benchmark resumes);
+//!   missing or was run from other sources, so an interrupted benchmark resumes, on this machine
+//!   or, from the records in `bench/results/` (see `ledger.rs`), on another);
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
@@ -27,6 +28,7 @@
 
 mod extras;
 mod fuzzers;
+mod ledger;
 mod reduction;
 mod report;
 mod targets;
@@ -98,7 +100,20 @@ fn main() {
     let bench = root().join(format!("target/bench/{secs}s"));
     std::fs::create_dir_all(&bench).expect("bench directory");
 
+    // Fingerprinted before and after building, so that a record never names sources its
+    // binaries were not built from.
+    let fingerprint_all = || -> Vec<Vec<String>> {
+        targets
+            .iter()
+            .map(|t| Fuzzer::ALL.map(|f| ledger::fingerprint(t, f)).to_vec())
+            .collect()
+    };
+    let fingerprints = fingerprint_all();
     let builds: Vec<Builds> = targets.iter().map(|t| t.build()).collect();
+    assert!(
+        fingerprints == fingerprint_all(),
+        "the sources changed while the benchmark was building; run it again"
+    );
 
     // Seeds outermost: a benchmark cut short still has every target and fuzzer once.
     let mut jobs = Vec::new();
@@ -111,11 +126,13 @@ fn main() {
                         .any(|f| f.trim() == fuzzer.dir_name());
                 // A fuzzer not run this time still fills the tables with its finished runs.
                 let finished = || {
-                    read_json(
-                        &fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
+                    [
+                        fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
                             .join("measured.json"),
-                    )["points"]
-                        .is_array()
+                        ledger::record_path(secs, chosen_target.name, fuzzer, seed),
+                    ]
+                    .iter()
+                    .any(|file| read_json(file)["points"].is_array())
                 };
                 if !run && !finished() {
                     continue;
@@ -134,8 +151,8 @@ fn main() {
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for &cpu in &cpus {
-            let (queue, results, targets, builds, bench) =
-                (&queue, &results, &targets, &builds, &bench);
+            let (queue, results, targets, builds, bench, fingerprints) =
+                (&queue, &results, &targets, &builds, &bench, &fingerprints);
             scope.spawn(move || loop {
                 let Some(job) = queue.lock().expect("queue").pop() else {
                     break;
@@ -143,11 +160,24 @@ fn main() {
                 let target = targets[job.target];
                 let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
                 let builds = &builds[job.target];
-                let fingerprint = builds.fingerprint(&job.fuzzer.binaries(builds));
-                let current = read_json(&dir.join("measured.json"))["build"].as_str()
-                    == Some(fingerprint.as_str());
-                let measured = if !job.run || (!fresh && current) {
-                    load(target, job.fuzzer, job.seed, &dir)
+                let fuzzer_index = Fuzzer::ALL
+                    .iter()
+                    .position(|f| *f == job.fuzzer)
+                    .expect("a fuzzer of Fuzzer::ALL");
+                let fingerprint = &fingerprints[job.target][fuzzer_index];
+                let record = ledger::record_path(secs, target.name, job.fuzzer, job.seed);
+                let measured_here = dir.join("measured.json");
+                let current =
+                    |file: &Path| read_json(file)["build"].as_str() == Some(fingerprint.as_str());
+                // The kept record first: it is what the tables were published from.
+                let reusable = [&record, &measured_here]
+                    .into_iter()
+                    .find(|file| current(file))
+                    .or_else(|| [&record, &measured_here].into_iter().find(|f| f.exists()));
+                let measured = if let Some(file) =
+                    reusable.filter(|file| !job.run || (!fresh && current(file)))
+                {
+                    load(target, job.fuzzer, job.seed, file)
                 } else {
                     eprintln!(
                         "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
@@ -156,8 +186,9 @@ fn main() {
                         job.seed
                     );
                     let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
-                    measure(target, builds, &run, &dir, measure_every, cpu, &fingerprint);
-                    load(target, job.fuzzer, job.seed, &dir)
+                    measure(target, builds, &run, &dir, measure_every, cpu, fingerprint);
+                    ledger::keep(&measured_here, &record);
+                    load(target, job.fuzzer, job.seed, &record)
                 };
                 if let Some(last) = measured.points.last() {
                     eprintln!(
@@ -258,9 +289,9 @@ fn measure(
     .expect("measured.json");
 }
 
-/// Reads a run's `measured.json`.
-fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, dir: &Path) -> Measured {
-    let value = read_json(&dir.join("measured.json"));
+/// Reads a run's `measured.json` or its kept record.
+fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, file: &Path) -> Measured {
+    let value = read_json(file);
     let number = |v: &Value| v.as_u64().unwrap_or(0);
     let points = value["points"]
         .as_array()

@@ -93,28 +93,6 @@ pub struct Builds {
     pub aflpp: PathBuf,
 }
 
-impl Builds {
-    /// Identifies the binaries (size and modification time of each): a finished run is only
-    /// reused while its fuzzer's binaries and the coverage build are the ones it was run with.
-    pub fn fingerprint(&self, fuzzer_binaries: &[&Path]) -> String {
-        let mut parts = Vec::new();
-        for path in fuzzer_binaries
-            .iter()
-            .copied()
-            .chain([self.coverage.as_path()])
-        {
-            let meta = std::fs::metadata(path).ok();
-            let modified = meta
-                .as_ref()
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
-            parts.push(format!("{}:{}", meta.map_or(0, |m| m.len()), modified));
-        }
-        parts.join(",")
-    }
-}
-
 impl Target {
     /// Builds all five binaries (each build script skips what is up to date).
     pub fn build(&self) -> Builds {

@@ -1,0 +1,225 @@
+//! The benchmark's finished runs, kept in the repository.
+//!
+//! A standard benchmark is 12 core-hours and the hour row 24, far more than one sitting, and
+//! `target/` does not outlive the machine. So every measured run is also written to
+//! `bench/results/<secs>s/<target>/<fuzzer>/seed<N>.json`, where it can be committed, and a later
+//! run of `cargo make bench` on any machine reuses it instead of running it again, as long as
+//! nothing that decides the run's outcome has changed since.
+//!
+//! What decides it is the run's *sources*: the files its binaries and its measurement are built
+//! from, and the compilers' versions. Their hash is the record's `build` field. Binaries cannot
+//! serve: rebuilt on another machine or in another checkout they differ in embedded paths even
+//! when they behave the same.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::fuzzers::Fuzzer;
+use crate::targets::{Kind, Target};
+use crate::util::root;
+
+/// Where a run's record is kept in the repository.
+pub fn record_path(secs: u64, target: &str, fuzzer: Fuzzer, seed: u64) -> PathBuf {
+    root()
+        .join("bench/results")
+        .join(format!("{secs}s"))
+        .join(target)
+        .join(fuzzer.dir_name())
+        .join(format!("seed{seed}.json"))
+}
+
+/// The repository paths (files or directories) whose contents decide how `fuzzer` behaves on
+/// `target` and how its corpus is measured.
+pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
+    let mut paths: Vec<String> = [
+        "Cargo.lock",
+        "bench/coverage",
+        "bench/driver/src/fuzzers.rs",
+        "bench/driver/src/yardstick.rs",
+    ]
+    .map(String::from)
+    .to_vec();
+    match target.kind {
+        // build.sh and the harness live in the target's directory; every build of it goes
+        // through native.sh, which takes the library's version from fuzzers/native.
+        Kind::Native => paths.extend([
+            format!("fuzzers/{}", target.name),
+            "fuzzers/native".into(),
+            "scripts/native.sh".into(),
+        ]),
+        // The anchors and the coverage build are bench/libfuzzer; labelfuzz's twin is its own
+        // crate.
+        Kind::Rust => paths.push("bench/libfuzzer".into()),
+    }
+    match fuzzer {
+        Fuzzer::Labelfuzz => {
+            paths.extend(
+                [
+                    "Cargo.toml",
+                    "build.rs",
+                    "src",
+                    "harness",
+                    "compiler-wrapper",
+                    "scripts/build-fuzzer.sh",
+                    "scripts/rustc-sancov",
+                ]
+                .map(String::from),
+            );
+            if target.kind == Kind::Rust {
+                paths.push(format!("fuzzers/{}", target.name));
+            }
+        }
+        Fuzzer::Libfuzzer => {}
+        Fuzzer::Aflpp => paths.push("scripts/install-aflpp.sh".into()),
+    }
+    paths
+}
+
+/// The fingerprint of `fuzzer`'s runs on `target`: a hash of [`sources`] (as they are in the
+/// working tree, committed or not) and of the compilers' versions.
+pub fn fingerprint(target: &Target, fuzzer: Fuzzer) -> String {
+    let root = root();
+    let mut files = tracked_files(&root, &sources(target, fuzzer));
+    files.sort();
+    let mut hash = Fnv::new();
+    for file in &files {
+        hash.write(file.as_bytes());
+        hash.write(&[0]);
+        // A tracked file deleted in the working tree hashes as empty.
+        hash.write(&std::fs::read(root.join(file)).unwrap_or_default());
+        hash.write(&[0]);
+    }
+    for tool in [
+        &["rustc", "-V"][..],
+        &["/usr/lib/llvm-19/bin/clang", "--version"],
+    ] {
+        let version = Command::new(tool[0])
+            .args(&tool[1..])
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        hash.write(version.as_bytes());
+        hash.write(&[0]);
+    }
+    format!("sources:{:016x}", hash.finish())
+}
+
+/// The files git tracks under `paths` (relative to the repository root). Tracked files only, so
+/// that build output and editor files inside those directories do not count.
+fn tracked_files(root: &Path, paths: &[String]) -> Vec<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z", "--"])
+        .args(paths)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git ls-files failed in {}: the benchmark fingerprints its runs by their tracked sources",
+        root.display()
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// 64-bit FNV-1a: stable across Rust versions and machines, unlike `DefaultHasher`.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Copies a run's `measured.json` into its record, adding when and where it ran.
+pub fn keep(measured: &Path, record: &Path) {
+    let mut value = crate::util::read_json(measured);
+    if let Some(map) = value.as_object_mut() {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| {
+                c.lines()
+                    .find_map(|l| l.strip_prefix("model name"))
+                    .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+            .unwrap_or_default();
+        map.insert("machine".into(), cpu.into());
+        let commit = Command::new("git")
+            .arg("-C")
+            .arg(root())
+            .args(["rev-parse", "--short", "HEAD"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        map.insert("commit".into(), commit.into());
+    }
+    if let Some(dir) = record.parent() {
+        std::fs::create_dir_all(dir).expect("bench/results");
+    }
+    let mut text = serde_json::to_vec_pretty(&value).expect("json");
+    text.push(b'\n');
+    std::fs::write(record, text).expect("a benchmark record");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::TARGETS;
+
+    #[test]
+    fn fnv_matches_its_published_values() {
+        let hash = |s: &str| {
+            let mut h = Fnv::new();
+            h.write(s.as_bytes());
+            h.finish()
+        };
+        assert_eq!(hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(hash("foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn only_labelfuzz_runs_depend_on_the_engine() {
+        for target in TARGETS {
+            let engine = |f| sources(target, f).iter().any(|p| p == "src");
+            assert!(engine(Fuzzer::Labelfuzz), "{}", target.name);
+            assert!(!engine(Fuzzer::Libfuzzer), "{}", target.name);
+            assert!(!engine(Fuzzer::Aflpp), "{}", target.name);
+            for fuzzer in Fuzzer::ALL {
+                let paths = sources(target, fuzzer);
+                assert!(paths.iter().any(|p| p == "bench/coverage"));
+                let files = tracked_files(&root(), &paths);
+                for path in &paths {
+                    assert!(
+                        files
+                            .iter()
+                            .any(|f| f == path || f.starts_with(&format!("{path}/"))),
+                        "{} ({}): {path} holds no tracked file",
+                        target.name,
+                        fuzzer.name()
+                    );
+                }
+            }
+        }
+    }
+}
