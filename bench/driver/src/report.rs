@@ -79,11 +79,18 @@ fn final_values(runs: &[&Measured], value: impl Fn(&Measured, &Point) -> f64) ->
         .collect()
 }
 
-fn cell(s: &Option<Spread>, seeds: usize) -> String {
+/// A table cell: the median over `runs` runs, their range when there are several, and how many
+/// runs there are when fewer than the `seeds` asked for have finished.
+fn cell(s: &Option<Spread>, runs: usize, seeds: u64) -> String {
+    let partial = if (runs as u64) < seeds {
+        format!(" [{runs}/{seeds}]")
+    } else {
+        String::new()
+    };
     match s {
         None => "–".into(),
-        Some(s) if seeds > 1 => format!("{:.0} ({:.0}–{:.0})", s.median, s.min, s.max),
-        Some(s) => format!("{:.0}", s.median),
+        Some(s) if runs > 1 => format!("{:.0} ({:.0}–{:.0}){partial}", s.median, s.min, s.max),
+        Some(s) => format!("{:.0}{partial}", s.median),
     }
 }
 
@@ -94,9 +101,10 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
     let _ = writeln!(
         t,
         "{secs} s per run, {seeds} seed(s) per fuzzer, medians over seeds (min–max in \
-         brackets), one fuzzer per core. Coverage is every final corpus (plus its seeds) \
-         replayed through one source-based coverage build of the library; the harness is not \
-         counted.\n"
+         brackets), one fuzzer per core. A cell from fewer runs than that says how many in \
+         square brackets ([1/3]: one run of three). Coverage is every final corpus (plus its \
+         seeds) replayed through one source-based coverage build of the library; the harness is \
+         not counted.\n"
     );
     let _ = writeln!(
         t,
@@ -113,7 +121,7 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
             let s = spread(&final_values(&runs, |_, p| {
                 yardstick(target, &p.coverage) as f64
             }));
-            cells.push(cell(&s, runs.len()));
+            cells.push(cell(&s, runs.len(), seeds));
             medians.push(s.as_ref().map(|s| s.median));
             bytes.push(spread(&final_values(&runs, |_, p| p.bytes as f64)).map(|s| s.median));
         }
@@ -161,8 +169,9 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
                 continue;
             }
             let n = runs.len();
-            let value =
-                |f: &dyn Fn(&Measured, &Point) -> f64| cell(&spread(&final_values(&runs, f)), n);
+            let value = |f: &dyn Fn(&Measured, &Point) -> f64| {
+                cell(&spread(&final_values(&runs, f)), n, seeds)
+            };
             let _ = writeln!(
                 t,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -360,6 +369,13 @@ mod tests {
         ];
         let text = tables(&[&TARGETS[0]], &all, 60, 3);
         assert!(text.contains("| zlib | branches | 20 (10–30) |"), "{text}");
+        let text = tables(&[&TARGETS[0]], &all[..2], 60, 3);
+        assert!(
+            text.contains("| zlib | branches | 10 (10–30) [2/3] |"),
+            "{text}"
+        );
+        let text = tables(&[&TARGETS[0]], &all[..1], 60, 3);
+        assert!(text.contains("| zlib | branches | 10 [1/3] |"), "{text}");
         let svg = plot(&TARGETS[0], &all, 60);
         assert!(svg.starts_with("<svg") && svg.contains("polyline"));
     }
