@@ -13,7 +13,8 @@
 //!   run is `BENCH_SECS=120 BENCH_SEEDS=1`, the long one `BENCH_SECS=3600`;
 //! - `BENCH_TARGETS` (all): comma-separated target names;
 //! - `BENCH_FUZZERS` (all): comma-separated fuzzers to run (`labelfuzz`, `libfuzzer`,
-//!   `aflpp`); the tables still include every fuzzer's finished runs;
+//!   `aflpp`), or `none`; the tables still include every fuzzer's finished runs, as long as
+//!   they were built from the current sources;
 //! - `BENCH_CPUS` (every core): the cores to run on, one fuzzer per core at a time;
 //! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
 //!   snapshots;
@@ -76,12 +77,16 @@ fn main() {
     let fresh = std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1");
     let chosen = std::env::var("BENCH_TARGETS").unwrap_or_default();
     let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
+    // `none`: only the tables, from the runs already finished (the kept records).
+    let run_none = fuzzers_to_run.trim() == "none";
     assert!(
-        fuzzers_to_run
-            .split(',')
-            .filter(|f| !f.trim().is_empty())
-            .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
-        "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp"
+        run_none
+            || fuzzers_to_run
+                .split(',')
+                .filter(|f| !f.trim().is_empty())
+                .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
+        "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp (or none, for the tables \
+         of the finished runs only)"
     );
     let targets: Vec<&'static Target> = TARGETS
         .iter()
@@ -109,7 +114,10 @@ fn main() {
             .collect()
     };
     let fingerprints = fingerprint_all();
-    let builds: Vec<Builds> = targets.iter().map(|t| t.build()).collect();
+    let builds: Vec<Option<Builds>> = targets
+        .iter()
+        .map(|t| (!run_none).then(|| t.build()))
+        .collect();
     assert!(
         fingerprints == fingerprint_all(),
         "the sources changed while the benchmark was building; run it again"
@@ -120,7 +128,7 @@ fn main() {
     for seed in 1..=seeds {
         for (target, chosen_target) in targets.iter().enumerate() {
             for fuzzer in Fuzzer::ALL {
-                let run = fuzzers_to_run.is_empty()
+                let run = !run_none && fuzzers_to_run.is_empty()
                     || fuzzers_to_run
                         .split(',')
                         .any(|f| f.trim() == fuzzer.dir_name());
@@ -159,7 +167,6 @@ fn main() {
                 };
                 let target = targets[job.target];
                 let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
-                let builds = &builds[job.target];
                 let fuzzer_index = Fuzzer::ALL
                     .iter()
                     .position(|f| *f == job.fuzzer)
@@ -170,25 +177,32 @@ fn main() {
                 let current =
                     |file: &Path| read_json(file)["build"].as_str() == Some(fingerprint.as_str());
                 // The kept record first: it is what the tables were published from.
-                let reusable = [&record, &measured_here]
-                    .into_iter()
-                    .find(|file| current(file))
-                    .or_else(|| [&record, &measured_here].into_iter().find(|f| f.exists()));
-                let measured = if let Some(file) =
-                    reusable.filter(|file| !job.run || (!fresh && current(file)))
-                {
-                    load(target, job.fuzzer, job.seed, file)
-                } else {
-                    eprintln!(
-                        "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
-                        job.fuzzer.name(),
-                        target.name,
-                        job.seed
-                    );
-                    let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
-                    measure(target, builds, &run, &dir, measure_every, cpu, fingerprint);
-                    ledger::keep(&measured_here, &record);
-                    load(target, job.fuzzer, job.seed, &record)
+                let finished = [&record, &measured_here].into_iter().find(|f| current(f));
+                let measured = match finished {
+                    Some(file) if !fresh || !job.run => load(target, job.fuzzer, job.seed, file),
+                    _ if !job.run => {
+                        eprintln!(
+                            "bench: {} on {} (seed {}) left out: its run was built from other \
+                             sources",
+                            job.fuzzer.name(),
+                            target.name,
+                            job.seed
+                        );
+                        continue;
+                    }
+                    _ => {
+                        eprintln!(
+                            "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
+                            job.fuzzer.name(),
+                            target.name,
+                            job.seed
+                        );
+                        let builds = builds[job.target].as_ref().expect("built when runs are");
+                        let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
+                        measure(target, builds, &run, &dir, measure_every, cpu, fingerprint);
+                        ledger::keep(&measured_here, &record);
+                        load(target, job.fuzzer, job.seed, &record)
+                    }
                 };
                 if let Some(last) = measured.points.last() {
                     eprintln!(
