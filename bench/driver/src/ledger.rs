@@ -151,7 +151,8 @@ impl Fnv {
     }
 }
 
-/// Copies a run's `measured.json` into its record, adding when and where it ran.
+/// Copies a run's `measured.json` into its record, adding where it ran and the commit its
+/// sources were at (`-dirty`: with changes not yet committed).
 pub fn keep(measured: &Path, record: &Path) {
     let mut value = crate::util::read_json(measured);
     if let Some(map) = value.as_object_mut() {
@@ -167,7 +168,7 @@ pub fn keep(measured: &Path, record: &Path) {
         let commit = Command::new("git")
             .arg("-C")
             .arg(root())
-            .args(["rev-parse", "--short", "HEAD"])
+            .args(["describe", "--always", "--dirty", "--abbrev=7"])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();

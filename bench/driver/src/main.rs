@@ -179,7 +179,13 @@ fn main() {
                 // The kept record first: it is what the tables were published from.
                 let finished = [&record, &measured_here].into_iter().find(|f| current(f));
                 let measured = match finished {
-                    Some(file) if !fresh || !job.run => load(target, job.fuzzer, job.seed, file),
+                    Some(file) if !fresh || !job.run => {
+                        // A run finished before records were kept gets one now.
+                        if file == &measured_here && !current(&record) {
+                            ledger::keep(&measured_here, &record);
+                        }
+                        load(target, job.fuzzer, job.seed, file)
+                    }
                     _ if !job.run => {
                         eprintln!(
                             "bench: {} on {} (seed {}) left out: its run was built from other \
