@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use libafl::state::{HasExecutions, HasStartTime, Stoppable};
 use libafl_bolts::current_time;
@@ -88,7 +88,19 @@ pub struct Limits {
     pub stop_on_crash: bool,
     /// Checks since the clock was last read.
     checks: Cell<u32>,
+    /// Checks between two readings of the clock: as many as take about [`CLOCK_EVERY`].
+    stride: Cell<u32>,
+    /// When the clock was last read.
+    last_read: Cell<Option<Instant>>,
 }
+
+/// How often the deadline is checked: often enough that a run of slow executions ends on
+/// time, rarely enough that reading the clock costs nothing next to fast ones.
+const CLOCK_EVERY: Duration = Duration::from_millis(10);
+
+/// The most checks between two readings of the clock. Small, because the stride only adapts
+/// when the clock is read: after fast executions turn slow, up to this many run before it is.
+const MAX_STRIDE: u16 = 16;
 
 impl Limits {
     /// Limits from their parts.
@@ -98,7 +110,7 @@ impl Limits {
             max_execs,
             max_time,
             stop_on_crash,
-            checks: Cell::new(0),
+            ..Limits::default()
         }
     }
 
@@ -106,6 +118,28 @@ impl Limits {
     pub fn past_deadline<S: HasStartTime>(&self, state: &S) -> bool {
         self.max_time
             .is_some_and(|t| current_time().saturating_sub(*state.start_time()) >= t)
+    }
+
+    /// True when the clock should be read at this check. Reading it costs little next to an
+    /// execution, but not nothing on a target that runs in a microsecond; on one that runs in
+    /// a second, checking every 256th (as before) let a two-minute run overrun by a minute. So
+    /// the stride adapts to keep about [`CLOCK_EVERY`] between readings, up to [`MAX_STRIDE`].
+    /// (Checks, not executions: skipped candidates must not hide the deadline.)
+    fn clock_due(&self) -> bool {
+        let checks = self.checks.get() + 1;
+        if checks < self.stride.get() {
+            self.checks.set(checks);
+            return false;
+        }
+        let now = Instant::now();
+        if let Some(last) = self.last_read.get() {
+            let per_check = now.duration_since(last) / checks;
+            let stride = CLOCK_EVERY.as_nanos() / per_check.as_nanos().max(1);
+            self.stride.set(stride.clamp(1, MAX_STRIDE.into()) as u32);
+        }
+        self.last_read.set(Some(now));
+        self.checks.set(0);
+        true
     }
 
     /// True when the run must end; also asks the state to stop.
@@ -118,11 +152,7 @@ impl Limits {
             return true;
         }
         let over_execs = self.max_execs.is_some_and(|n| *state.executions() >= n);
-        // Reading the clock costs little next to an execution, but not nothing: read it on every
-        // 256th check (checks, not executions: skipped candidates must not hide the deadline).
-        let checks = self.checks.get().wrapping_add(1);
-        self.checks.set(checks);
-        let over_time = checks % 256 == 1 && self.past_deadline(state);
+        let over_time = self.clock_due() && self.past_deadline(state);
         if over_execs || over_time {
             state.request_stop();
         }
@@ -204,6 +234,28 @@ fn parse_cores_on(text: &str, available: usize) -> Result<Vec<usize>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clock_is_read_rarely_on_fast_checks_and_at_every_slow_one() {
+        let limits = Limits::new(None, Some(Duration::from_secs(60)), false);
+        let fast_reads = (0..1000).filter(|_| limits.clock_due()).count();
+        assert!(
+            (1000 / usize::from(MAX_STRIDE)..=1000 / usize::from(MAX_STRIDE) + 3)
+                .contains(&fast_reads),
+            "{fast_reads} readings in 1000 fast checks"
+        );
+        // Checks slower than CLOCK_EVERY: after at most one stride, every check reads it.
+        let slow: Vec<bool> = (0..usize::from(MAX_STRIDE) + 6)
+            .map(|_| {
+                std::thread::sleep(CLOCK_EVERY + Duration::from_millis(2));
+                limits.clock_due()
+            })
+            .collect();
+        assert!(
+            slow[usize::from(MAX_STRIDE)..].iter().all(|&due| due),
+            "{slow:?}"
+        );
+    }
 
     #[test]
     fn core_lists_parse_like_libafl_and_nonsense_is_named() {

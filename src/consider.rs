@@ -14,7 +14,7 @@ use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 
 use crate::config::Limits;
 use crate::crash::CrashObserver;
-use crate::crashes::CrashTable;
+use crate::crashes::{CrashTable, SlowShrinkBudget};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
@@ -43,6 +43,9 @@ pub struct Considerer {
     grammar: Option<Arc<GrammarInputs>>,
     /// Every considered input is first mapped to printable ASCII (`-only_ascii=1`).
     only_ascii: bool,
+    /// Set when a slow crash's shrink stopped for want of [`SlowShrinkBudget`]: it is left
+    /// unfinished, to resume later.
+    out_of_budget: bool,
 }
 
 /// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
@@ -77,6 +80,7 @@ impl Considerer {
             scratch: BytesInput::new(Vec::new()),
             grammar: None,
             only_ascii: false,
+            out_of_budget: false,
         }
     }
 
@@ -208,6 +212,27 @@ impl Considerer {
         let outcome = match goal {
             Goal::Coverage => self.evaluate(run, candidate, true),
             Goal::Crash(_) if killed_before(run.state, candidate) => Ok(Outcome::Nothing),
+            Goal::Crash(label)
+                if run
+                    .state
+                    .metadata::<CrashTable>()
+                    .is_ok_and(|t| t.is_slow(label)) =>
+            {
+                if !slow_shrink_allowed(run.state) {
+                    self.out_of_budget = true;
+                    return Verdict::Stop;
+                }
+                let now = libafl_bolts::current_time().as_secs_f64();
+                run.state
+                    .metadata_or_insert_with(SlowShrinkBudget::default)
+                    .start(now);
+                let outcome = self.evaluate(run, candidate, false);
+                let now = libafl_bolts::current_time().as_secs_f64();
+                run.state
+                    .metadata_or_insert_with(SlowShrinkBudget::default)
+                    .finish(now);
+                outcome
+            }
             Goal::Crash(_) => self.evaluate(run, candidate, false),
         };
         match outcome {
@@ -286,7 +311,10 @@ impl Considerer {
             if run.state.stop_requested() {
                 return Ok(());
             }
-            run.state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
+            // Out of budget: left unshrunk, so that the crash-shrink stage resumes it later.
+            if !std::mem::take(&mut self.out_of_budget) {
+                run.state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
+            }
             work.extend(others);
         }
         Ok(())
@@ -311,6 +339,15 @@ pub struct Run<'a, E, EM, S, Z> {
     pub state: &'a mut S,
     /// The event manager.
     pub manager: &'a mut EM,
+}
+
+/// True when the run has time left for shrinking slow crashes (see [`SlowShrinkBudget`]).
+pub(crate) fn slow_shrink_allowed<S: HasMetadata + HasStartTime>(state: &mut S) -> bool {
+    let now = libafl_bolts::current_time().as_secs_f64();
+    let elapsed = now - state.start_time().as_secs_f64();
+    state
+        .metadata_or_insert_with(SlowShrinkBudget::default)
+        .available(now, elapsed)
 }
 
 /// True when `bytes` ended a process before (a signal or a timeout): running it again would

@@ -81,6 +81,65 @@ pub struct LastCrash(pub Option<Label>);
 
 impl_serdeany!(LastCrash);
 
+fn is_slow_kind(kind: &CrashKind) -> bool {
+    matches!(kind, CrashKind::Timeout | CrashKind::Oom)
+}
+
+/// The time that shrinking slow crashes (timeouts, out-of-memory) may take: a floor plus a
+/// share of the run so far, so that a hang found early cannot take the rest of the run. (Before
+/// it, one 2-second PNG found after 11 seconds of a ten-minute run took the other 589: 353
+/// executions a second where there had been 18 000.) A shrink that runs out is left unfinished
+/// and resumes, from its best reproducer so far, once the run has earned more time; the
+/// reproducer is on disk all along. Kept in the state, so that it survives the restart each
+/// timeout causes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SlowShrinkBudget {
+    spent_secs: f64,
+    /// When the candidate running now started (seconds since the Unix epoch). Still set after
+    /// a restart when that candidate ended the process: its time, restart included, is
+    /// charged then.
+    running_since: Option<f64>,
+}
+
+impl_serdeany!(SlowShrinkBudget);
+
+impl SlowShrinkBudget {
+    /// Seconds allowed whatever the run's length.
+    pub const FLOOR_SECS: f64 = 10.0;
+    /// The share of the run's time allowed on top.
+    pub const SHARE: f64 = 0.1;
+
+    fn settle(&mut self, now: f64) {
+        if let Some(since) = self.running_since.take() {
+            self.spent_secs += (now - since).max(0.0);
+        }
+    }
+
+    /// True when a slow shrink may run another candidate, `elapsed` seconds into the run
+    /// (`now`: seconds since the Unix epoch).
+    pub fn available(&mut self, now: f64, elapsed: f64) -> bool {
+        self.settle(now);
+        self.spent_secs < Self::FLOOR_SECS + Self::SHARE * elapsed.max(0.0)
+    }
+
+    /// A slow-shrink candidate starts running.
+    pub fn start(&mut self, now: f64) {
+        self.settle(now);
+        self.running_since = Some(now);
+    }
+
+    /// The candidate running returned.
+    pub fn finish(&mut self, now: f64) {
+        self.settle(now);
+    }
+
+    /// Seconds spent so far.
+    #[must_use]
+    pub fn spent_secs(&self) -> f64 {
+        self.spent_secs
+    }
+}
+
 /// All crash labels seen, kept as LibAFL state metadata so it survives restarts.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CrashTable {
@@ -147,13 +206,24 @@ impl CrashTable {
         Ok(new)
     }
 
-    /// A crash label whose reproducer still needs shrinking, with that reproducer's key.
+    /// A crash label whose reproducer still needs shrinking, with that reproducer's key; a slow
+    /// one (see [`CrashTable::is_slow`]) only when `slow_too`.
     #[must_use]
-    pub fn unshrunk(&self) -> Option<(Label, Vec<u8>)> {
+    pub fn unshrunk(&self, slow_too: bool) -> Option<(Label, Vec<u8>)> {
         self.records
             .values()
-            .find(|r| !r.shrunk)
+            .find(|r| !r.shrunk && (slow_too || !is_slow_kind(&r.info.kind)))
             .map(|r| (r.label, r.key.clone()))
+    }
+
+    /// True when `label` is a timeout or an out-of-memory crash: every shrink candidate that
+    /// still shows it costs a whole timeout (or a fill of memory) and a restart, so shrinking
+    /// it draws on the [`SlowShrinkBudget`].
+    #[must_use]
+    pub fn is_slow(&self, label: Label) -> bool {
+        self.records
+            .get(&label)
+            .is_some_and(|r| is_slow_kind(&r.info.kind))
     }
 
     /// A crash label whose shrunk reproducer has no pattern yet, with that reproducer's key.
@@ -240,6 +310,49 @@ mod tests {
             message: "boom".into(),
             frames: Vec::new(),
         }
+    }
+
+    #[test]
+    fn slow_shrinks_get_a_floor_and_a_share_of_the_run() {
+        let mut budget = SlowShrinkBudget::default();
+        let start = 1_000.0;
+        assert!(budget.available(start + 5.0, 5.0));
+        // A candidate that ended the process is charged when the next check settles it.
+        budget.start(start + 5.0);
+        assert!(!budget.available(start + 17.0, 17.0), "12 s spent of 11.7");
+        assert!((budget.spent_secs() - 12.0).abs() < 1e-9);
+        // The run earns more: 10 % of 100 s on top of the floor.
+        assert!(budget.available(start + 100.0, 100.0));
+        budget.start(start + 100.0);
+        budget.finish(start + 110.0);
+        assert!(!budget.available(start + 110.0, 110.0), "22 s spent of 21");
+        // A clock that went backwards charges nothing.
+        budget.start(start + 200.0);
+        budget.finish(start + 150.0);
+        assert!((budget.spent_secs() - 22.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn slow_crashes_wait_for_budget_before_they_are_shrunk() {
+        let dir = std::env::temp_dir().join(format!("labelfuzz-slow-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = OutputDir::create(&dir).unwrap();
+        let mut table = CrashTable::default();
+        let hang = CrashInfo {
+            kind: crate::crash::CrashKind::Timeout,
+            location: String::new(),
+            message: String::new(),
+            frames: Vec::new(),
+        };
+        table.record(&out, &hang, b"slow", b"slow", 1.0, 1).unwrap();
+        assert!(table.is_slow(hang.label()));
+        assert_eq!(table.unshrunk(false), None);
+        assert_eq!(table.unshrunk(true), Some((hang.label(), b"slow".to_vec())));
+        let panic = panic_at("a.rs:1:1");
+        table.record(&out, &panic, b"p", b"p", 2.0, 2).unwrap();
+        assert!(!table.is_slow(panic.label()));
+        assert_eq!(table.unshrunk(false), Some((panic.label(), b"p".to_vec())));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use libafl::corpus::HasCurrentCorpusId;
 use libafl::corpus::InMemoryCorpus;
 use libafl::events::SendExiting;
 use libafl::executors::hooks::inprocess::HasTimeout;
@@ -17,7 +18,7 @@ use libafl::mutators::{
     havoc_mutations, tokens_mutations, HavocScheduledMutator, I2SRandReplace, Tokens,
 };
 use libafl::stages::Stage;
-use libafl::state::{HasMaxSize, StdState, Stoppable};
+use libafl::state::{HasCurrentStageId, HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{tuple_list, Handled, Merge};
@@ -156,7 +157,17 @@ fn fuzz_until_done<EM: ClientManager>(
     let mut feedback = LabelFeedback::new(edges_handle);
     let mut objective = CrashLabelFeedback::new(crash_handle.clone(), out.clone());
     let mut state: State = match restored {
-        Some(state) => state,
+        Some(mut state) => {
+            // A candidate ended the last process (a crash or a timeout) in the middle of a
+            // scheduled input's stages. LibAFL would resume that input; pick anew instead, or
+            // an input whose expansions keep timing out holds the run for good (libpng: one
+            // slow PNG kept a ten-minute run at 65 executions a second). Crash shrinks and
+            // patterns keep their own progress in the state and resume at their stage.
+            state.on_restart()?;
+            state.clear_stage_id()?;
+            state.clear_corpus_id()?;
+            state
+        }
         None => StdState::new(
             StdRand::with_seed(config.seed),
             InMemoryCorpus::new(),

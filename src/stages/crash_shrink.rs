@@ -1,9 +1,12 @@
-//! The crash-shrink stage: finishes crash shrinks a restart interrupted.
+//! The crash-shrink stage: finishes crash shrinks that a restart interrupted or that ran out of
+//! the time slow crashes may take.
 
 use libafl::stages::Stage;
 use libafl::Error;
 
-use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer, RunState};
+use crate::consider::{
+    slow_shrink_allowed, Considerer, ObservedExecutor, Run, RunFuzzer, RunState,
+};
 use crate::crashes::CrashTable;
 
 /// Finishes the shrinking of crash reproducers that a restart interrupted.
@@ -39,7 +42,14 @@ where
             state,
             manager,
         };
-        while let Some((label, input)) = run.state.metadata::<CrashTable>()?.unshrunk() {
+        loop {
+            // Timeouts and out-of-memory crashes only while the run has time for them; each
+            // one left over is resumed at a later pass of this stage.
+            let slow_too = slow_shrink_allowed(run.state);
+            let Some((label, input)) = run.state.metadata::<CrashTable>()?.unshrunk(slow_too)
+            else {
+                break;
+            };
             if run.state.stop_requested() {
                 break;
             }

@@ -1,6 +1,8 @@
 //! The expand stage: the seed's expansions of the scheduled input (random bytes appended, then
 //! each single byte value), each considered, until one improves a label.
 
+use std::time::{Duration, Instant};
+
 use libafl::stages::Stage;
 use libafl::{Error, HasMetadata};
 
@@ -17,7 +19,14 @@ pub struct ExpandStage {
     tokens: std::sync::Arc<[Vec<u8>]>,
     base: Vec<u8>,
     candidate: Vec<u8>,
+    /// The last expansion pass ran out of [`PICK_TIME`] before trying them all.
+    cut_short: bool,
 }
+
+/// The longest one scheduled input's expansions may take. A fast target tries all of them in a
+/// few milliseconds; an input that runs for most of a second would take over 20 minutes, and a
+/// label whose best input is slow is picked as often as any other.
+pub const PICK_TIME: Duration = Duration::from_secs(1);
 
 impl ExpandStage {
     /// A stage expanding inputs up to `max_len` bytes, considering candidates with `considerer`.
@@ -29,6 +38,7 @@ impl ExpandStage {
             tokens: std::sync::Arc::new([]),
             base: Vec::new(),
             candidate: Vec::new(),
+            cut_short: false,
         }
     }
 }
@@ -49,11 +59,12 @@ impl ExpandStage {
     }
 
     /// Tries the expansions of `self.base` until one improves a label (all single-byte ones
-    /// too unless `bytes_tried`); true if one did.
+    /// too unless `bytes_tried`), for at most [`PICK_TIME`] when `timed`; true if one did.
     fn expand_base<E, EM, S, Z>(
         &mut self,
         run: &mut Run<'_, E, EM, S, Z>,
         bytes_tried: bool,
+        timed: bool,
     ) -> Result<bool, Error>
     where
         E: ObservedExecutor,
@@ -65,6 +76,7 @@ impl ExpandStage {
         } else {
             Expansions::new(self.max_len).with_tokens(self.tokens.clone())
         };
+        let started = Instant::now();
         while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
             let improved =
                 self.considerer
@@ -73,6 +85,10 @@ impl ExpandStage {
                 return Ok(true);
             }
             if run.state.stop_requested() {
+                break;
+            }
+            if timed && started.elapsed() > PICK_TIME {
+                self.cut_short = true;
                 break;
             }
         }
@@ -96,7 +112,8 @@ impl ExpandStage {
         Z: RunFuzzer<E, EM, S>,
     {
         self.base.clear();
-        self.expand_base(run, !first_pass)
+        // Untimed: until some input shows a label there is nothing else to run.
+        self.expand_base(run, !first_pass, false)
     }
 }
 
@@ -114,14 +131,15 @@ where
         manager: &mut EM,
     ) -> Result<(), Error> {
         let bytes_tried = load_current_into(state, &mut self.base)?;
+        self.cut_short = false;
         let mut run = Run {
             fuzzer,
             executor,
             state,
             manager,
         };
-        let improved = self.expand_base(&mut run, bytes_tried)?;
-        if !improved && !bytes_tried && !state.stop_requested() {
+        let improved = self.expand_base(&mut run, bytes_tried, true)?;
+        if !improved && !bytes_tried && !self.cut_short && !state.stop_requested() {
             if let Ok(mut testcase) = state.current_testcase_mut() {
                 testcase.add_metadata(ByteExpansionsTried);
             }
