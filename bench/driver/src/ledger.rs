@@ -156,14 +156,7 @@ impl Fnv {
 pub fn keep(measured: &Path, record: &Path) {
     let mut value = crate::util::read_json(measured);
     if let Some(map) = value.as_object_mut() {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|c| {
-                c.lines()
-                    .find_map(|l| l.strip_prefix("model name"))
-                    .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
-            })
-            .unwrap_or_default();
+        let cpu = crate::util::cpu_model();
         map.insert("machine".into(), cpu.into());
         let commit = Command::new("git")
             .arg("-C")

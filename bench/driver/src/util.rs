@@ -12,6 +12,18 @@ pub fn root() -> PathBuf {
         .expect("repository root")
 }
 
+/// The machine's processor, as `/proc/cpuinfo` names it (empty if it does not).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default()
+}
+
 /// A whole number of seconds (or any count) from the environment, or `default`.
 pub fn env_secs(name: &str, default: u64) -> u64 {
     std::env::var(name)
