@@ -142,6 +142,13 @@ impl Limits {
         true
     }
 
+    /// When [`Limits::exhausted`] last read the clock: at most about [`CLOCK_EVERY`] (or
+    /// [`MAX_STRIDE`] checks) ago while inputs are running.
+    #[must_use]
+    pub fn last_clock_reading(&self) -> Option<Instant> {
+        self.last_read.get()
+    }
+
     /// True when the run must end; also asks the state to stop.
     pub fn exhausted<S: HasExecutions + HasStartTime + Stoppable>(&self, state: &mut S) -> bool {
         if state.stop_requested() {

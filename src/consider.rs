@@ -84,6 +84,13 @@ impl Considerer {
         }
     }
 
+    /// When this considerer's run limits last read the clock (about every 10 ms while it
+    /// runs inputs): a stage can time itself without reading the clock per candidate.
+    #[must_use]
+    pub fn last_clock_reading(&self) -> Option<std::time::Instant> {
+        self.limits.last_clock_reading()
+    }
+
     /// Maps every input to printable ASCII before it runs (`-only_ascii=1`).
     #[must_use]
     pub fn with_only_ascii(mut self, only_ascii: bool) -> Self {
@@ -218,19 +225,19 @@ impl Considerer {
                     .metadata::<CrashTable>()
                     .is_ok_and(|t| t.is_slow(label)) =>
             {
-                if !slow_shrink_allowed(run.state) {
+                let started = with_slow_budget(run.state, |budget, now, elapsed| {
+                    let allowed = budget.available(now, elapsed);
+                    if allowed {
+                        budget.start(now);
+                    }
+                    allowed
+                });
+                if !started {
                     self.out_of_budget = true;
                     return Verdict::Stop;
                 }
-                let now = libafl_bolts::current_time().as_secs_f64();
-                run.state
-                    .metadata_or_insert_with(SlowShrinkBudget::default)
-                    .start(now);
                 let outcome = self.evaluate(run, candidate, false);
-                let now = libafl_bolts::current_time().as_secs_f64();
-                run.state
-                    .metadata_or_insert_with(SlowShrinkBudget::default)
-                    .finish(now);
+                with_slow_budget(run.state, |budget, now, _| budget.finish(now));
                 outcome
             }
             Goal::Crash(_) => self.evaluate(run, candidate, false),
@@ -341,13 +348,24 @@ pub struct Run<'a, E, EM, S, Z> {
     pub manager: &'a mut EM,
 }
 
-/// True when the run has time left for shrinking slow crashes (see [`SlowShrinkBudget`]).
-pub(crate) fn slow_shrink_allowed<S: HasMetadata + HasStartTime>(state: &mut S) -> bool {
+/// Calls `f` with the run's [`SlowShrinkBudget`], the time (seconds since the Unix epoch) and
+/// the seconds since the run started.
+fn with_slow_budget<S: HasMetadata + HasStartTime, R>(
+    state: &mut S,
+    f: impl FnOnce(&mut SlowShrinkBudget, f64, f64) -> R,
+) -> R {
     let now = libafl_bolts::current_time().as_secs_f64();
     let elapsed = now - state.start_time().as_secs_f64();
-    state
-        .metadata_or_insert_with(SlowShrinkBudget::default)
-        .available(now, elapsed)
+    f(
+        state.metadata_or_insert_with(SlowShrinkBudget::default),
+        now,
+        elapsed,
+    )
+}
+
+/// True when the run has time left for shrinking slow crashes (see [`SlowShrinkBudget`]).
+pub(crate) fn slow_shrink_allowed<S: HasMetadata + HasStartTime>(state: &mut S) -> bool {
+    with_slow_budget(state, |budget, now, elapsed| budget.available(now, elapsed))
 }
 
 /// True when `bytes` ended a process before (a signal or a timeout): running it again would

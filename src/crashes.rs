@@ -303,13 +303,17 @@ impl CrashTable {
 mod tests {
     use super::*;
 
-    fn panic_at(location: &str) -> CrashInfo {
+    fn crash(kind: CrashKind, location: &str, message: &str) -> CrashInfo {
         CrashInfo {
-            kind: crate::crash::CrashKind::Panic,
+            kind,
             location: location.into(),
-            message: "boom".into(),
+            message: message.into(),
             frames: Vec::new(),
         }
+    }
+
+    fn panic_at(location: &str) -> CrashInfo {
+        crash(CrashKind::Panic, location, "boom")
     }
 
     #[test]
@@ -338,12 +342,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let out = OutputDir::create(&dir).unwrap();
         let mut table = CrashTable::default();
-        let hang = CrashInfo {
-            kind: crate::crash::CrashKind::Timeout,
-            location: String::new(),
-            message: String::new(),
-            frames: Vec::new(),
-        };
+        let hang = crash(CrashKind::Timeout, "", "");
         table.record(&out, &hang, b"slow", b"slow", 1.0, 1).unwrap();
         assert!(table.is_slow(hang.label()));
         assert_eq!(table.unshrunk(false), None);

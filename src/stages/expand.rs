@@ -87,7 +87,14 @@ impl ExpandStage {
             if run.state.stop_requested() {
                 break;
             }
-            if timed && started.elapsed() > PICK_TIME {
+            // The run limits' last clock reading, not a reading per candidate: this loop is
+            // the hottest there is.
+            let out_of_time = || {
+                self.considerer
+                    .last_clock_reading()
+                    .is_some_and(|t| t.saturating_duration_since(started) > PICK_TIME)
+            };
+            if timed && out_of_time() {
                 self.cut_short = true;
                 break;
             }
