@@ -54,6 +54,11 @@ struct Job {
     seed: u64,
     /// Whether to run it when it is missing or stale; otherwise its last results are used.
     run: bool,
+    /// The fingerprint of its sources ([`ledger::fingerprint`]).
+    fingerprint: String,
+    /// Its finished results built from those sources: the kept record, or else the run
+    /// directory's `measured.json`.
+    finished: Option<PathBuf>,
 }
 
 fn main() {
@@ -127,22 +132,31 @@ fn main() {
     let mut jobs = Vec::new();
     for seed in 1..=seeds {
         for (target, chosen_target) in targets.iter().enumerate() {
-            for fuzzer in Fuzzer::ALL {
+            for (fuzzer, fingerprint) in Fuzzer::ALL.into_iter().zip(&fingerprints[target]) {
                 let run = !run_none && fuzzers_to_run.is_empty()
                     || fuzzers_to_run
                         .split(',')
                         .any(|f| f.trim() == fuzzer.dir_name());
+                // The kept record first: it is what the tables were published from.
+                let record = ledger::record_path(secs, chosen_target.name, fuzzer, seed);
+                let finished = [
+                    record.clone(),
+                    fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
+                        .join("measured.json"),
+                ]
+                .into_iter()
+                .find(|file| read_json(file)["build"].as_str() == Some(fingerprint.as_str()));
                 // A fuzzer not run this time still fills the tables with its finished runs.
-                let finished = || {
-                    [
-                        fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
-                            .join("measured.json"),
-                        ledger::record_path(secs, chosen_target.name, fuzzer, seed),
-                    ]
-                    .iter()
-                    .any(|file| read_json(file)["points"].is_array())
-                };
-                if !run && !finished() {
+                if !run && finished.is_none() {
+                    if record.exists() {
+                        eprintln!(
+                            "bench: {} on {} (seed {}) left out: its run was built from other \
+                             sources",
+                            fuzzer.name(),
+                            chosen_target.name,
+                            seed
+                        );
+                    }
                     continue;
                 }
                 jobs.push(Job {
@@ -150,6 +164,8 @@ fn main() {
                     fuzzer,
                     seed,
                     run,
+                    fingerprint: fingerprint.clone(),
+                    finished,
                 });
             }
         }
@@ -159,42 +175,23 @@ fn main() {
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for &cpu in &cpus {
-            let (queue, results, targets, builds, bench, fingerprints) =
-                (&queue, &results, &targets, &builds, &bench, &fingerprints);
+            let (queue, results, targets, builds, bench) =
+                (&queue, &results, &targets, &builds, &bench);
             scope.spawn(move || loop {
                 let Some(job) = queue.lock().expect("queue").pop() else {
                     break;
                 };
                 let target = targets[job.target];
                 let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
-                let fuzzer_index = Fuzzer::ALL
-                    .iter()
-                    .position(|f| *f == job.fuzzer)
-                    .expect("a fuzzer of Fuzzer::ALL");
-                let fingerprint = &fingerprints[job.target][fuzzer_index];
                 let record = ledger::record_path(secs, target.name, job.fuzzer, job.seed);
                 let measured_here = dir.join("measured.json");
-                let current =
-                    |file: &Path| read_json(file)["build"].as_str() == Some(fingerprint.as_str());
-                // The kept record first: it is what the tables were published from.
-                let finished = [&record, &measured_here].into_iter().find(|f| current(f));
-                let measured = match finished {
+                let measured = match &job.finished {
                     Some(file) if !fresh || !job.run => {
                         // A run finished before records were kept gets one now.
-                        if file == &measured_here && !current(&record) {
+                        if file == &measured_here {
                             ledger::keep(&measured_here, &record);
                         }
                         load(target, job.fuzzer, job.seed, file)
-                    }
-                    _ if !job.run => {
-                        eprintln!(
-                            "bench: {} on {} (seed {}) left out: its run was built from other \
-                             sources",
-                            job.fuzzer.name(),
-                            target.name,
-                            job.seed
-                        );
-                        continue;
                     }
                     _ => {
                         eprintln!(
@@ -205,7 +202,15 @@ fn main() {
                         );
                         let builds = builds[job.target].as_ref().expect("built when runs are");
                         let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
-                        measure(target, builds, &run, &dir, measure_every, cpu, fingerprint);
+                        measure(
+                            target,
+                            builds,
+                            &run,
+                            &dir,
+                            measure_every,
+                            cpu,
+                            &job.fingerprint,
+                        );
                         ledger::keep(&measured_here, &record);
                         load(target, job.fuzzer, job.seed, &record)
                     }
