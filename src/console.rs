@@ -13,11 +13,59 @@ static OWN_STDERR: AtomicI32 = AtomicI32::new(2);
 /// never worth stopping the run for).
 pub fn say(args: std::fmt::Arguments<'_>) {
     let text = format!("{args}\n");
+    write_all(OWN_STDERR.load(Ordering::Relaxed), text.as_bytes());
+}
+
+/// Writes one line made of `parts` to the fuzzer's stderr without allocating, as a signal
+/// handler must.
+pub fn say_from_signal_handler(parts: &[&[u8]]) {
     let fd = OWN_STDERR.load(Ordering::Relaxed);
+    for part in parts.iter().copied().chain([&b"\n"[..]]) {
+        write_all(fd, part);
+    }
+}
+
+/// A number's decimal digits, formatted without allocating.
+#[derive(Clone, Copy, Debug)]
+pub struct Decimal {
+    digits: [u8; 10],
+    start: usize,
+}
+
+impl Decimal {
+    /// The digits, most significant first.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+/// Formats `value` in decimal without allocating (for signal handlers).
+#[must_use]
+pub fn decimal(mut value: u32) -> Decimal {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return Decimal { digits, start };
+        }
+    }
+}
+
+fn write_all(fd: i32, bytes: &[u8]) {
     let mut written = 0;
-    while written < text.len() {
+    while written < bytes.len() {
         // SAFETY: writes from a live buffer to a descriptor this process owns.
-        let n = unsafe { libc::write(fd, text.as_ptr().add(written).cast(), text.len() - written) };
+        let n = unsafe {
+            libc::write(
+                fd,
+                bytes.as_ptr().add(written).cast(),
+                bytes.len() - written,
+            )
+        };
         if n <= 0 {
             break;
         }
@@ -66,4 +114,16 @@ pub fn close_target_output(mask: u8) -> std::io::Result<()> {
         libc::close(null);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn decimal_digits_without_allocation() {
+        assert_eq!(decimal(0).as_bytes(), b"0");
+        assert_eq!(decimal(139).as_bytes(), b"139");
+        assert_eq!(decimal(u32::MAX).as_bytes(), b"4294967295");
+    }
 }

@@ -163,6 +163,7 @@ pub(crate) fn fuzz_on_cores(
             index: description.id(),
             count,
         };
+        super::die_with_supervisor();
         finished = Some(run_client(
             config, target, out, start, restored, manager, client,
         ));

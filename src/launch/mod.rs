@@ -166,11 +166,27 @@ pub(crate) fn fuzz_in_one_process(
             }
             Err(e) => return Err(e.into()),
         };
+    die_with_supervisor();
     let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
     Ok(Outcome {
         summary,
         supervisor: false,
     })
+}
+
+/// Asks the kernel to stop this fuzzing process (SIGTERM: a clean stop with its summary) when
+/// the supervisor that started it dies, so that a supervisor killed by a script or a benchmark
+/// never leaves an orphan fuzzing on in the background.
+pub(crate) fn die_with_supervisor() {
+    // SAFETY: getppid and prctl(PR_SET_PDEATHSIG) have no memory-safety preconditions.
+    unsafe {
+        let supervisor = libc::getppid();
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+        // The supervisor may have died before the request: then nothing would ever send it.
+        if libc::getppid() != supervisor {
+            libc::raise(libc::SIGTERM);
+        }
+    }
 }
 
 /// Shares the "already run" filter between this supervisor and the fuzzing processes it

@@ -119,7 +119,12 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             // SAFETY: LibAFL's handler, installed with SA_SIGINFO, takes these arguments.
             let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
                 unsafe { std::mem::transmute(previous.sa_sigaction) };
+            // Saving a timeout serializes the whole state, and the target may hold most of the
+            // memory limit: the watcher's interrupt must not land in the middle of that (LibAFL
+            // would take it for a crash of its own and wait on stdin for good).
+            let saving = super::begin_crash_handling();
             handler(signal, info, context);
+            super::end_crash_handling(saving);
         }
     }
 }
@@ -144,5 +149,43 @@ pub fn install_alarm_guard() {
         action.sa_flags = previous.sa_flags;
         action.sa_mask = previous.sa_mask;
         libc::sigaction(libc::SIGALRM, &raw const action, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU8;
+
+    /// What the stand-in for LibAFL's timeout handler saw: 0 not run, 1 memory interrupts
+    /// allowed, 2 memory interrupts held off.
+    static SEEN_WHILE_SAVING: AtomicU8 = AtomicU8::new(0);
+
+    extern "C" fn save_timeout(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut c_void) {
+        let held_off = super::super::HANDLING_CRASH.load(Ordering::SeqCst);
+        SEEN_WHILE_SAVING.store(if held_off { 2 } else { 1 }, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn memory_interrupts_are_held_off_while_a_timeout_is_saved() {
+        // SAFETY: installs a handler for SIGALRM, which no other unit test uses.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = save_timeout as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            libc::sigemptyset(&raw mut action.sa_mask);
+            assert_eq!(
+                libc::sigaction(libc::SIGALRM, &raw const action, std::ptr::null_mut()),
+                0
+            );
+        }
+        install_alarm_guard();
+        // SAFETY: the handler above runs on this thread before raise returns.
+        assert_eq!(unsafe { libc::raise(libc::SIGALRM) }, 0);
+        assert_eq!(SEEN_WHILE_SAVING.load(Ordering::SeqCst), 2);
+        assert!(
+            !super::super::HANDLING_CRASH.load(Ordering::SeqCst),
+            "a timeout handler that returns lets memory interrupts through again"
+        );
     }
 }

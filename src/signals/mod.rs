@@ -99,6 +99,8 @@ static TARGET_RUNNING: AtomicBool = AtomicBool::new(false);
 static TARGET_ENTRIES: AtomicU64 = AtomicU64::new(0);
 /// Set while this process handles a crash signal (the handler ends the process).
 static HANDLING_CRASH: AtomicBool = AtomicBool::new(false);
+/// The thread that set `HANDLING_CRASH`.
+static HANDLING_THREAD: AtomicI32 = AtomicI32::new(0);
 /// Set when a memory interrupt landed in the allocator and was dropped: the watcher sends it
 /// again.
 static MEMORY_INTERRUPT_DROPPED: AtomicBool = AtomicBool::new(false);
@@ -198,6 +200,25 @@ pub fn target_running() -> bool {
 #[must_use]
 pub fn target_entries() -> u64 {
     TARGET_ENTRIES.load(Ordering::Relaxed)
+}
+
+/// Marks that this process is saving a crash or timeout, so that memory interrupts are dropped
+/// until [`end_crash_handling`]; returns whether it already was (a nested entry leaves the
+/// mark to the outer one).
+pub(super) fn begin_crash_handling() -> bool {
+    let already_handling = HANDLING_CRASH.swap(true, Ordering::SeqCst);
+    if !already_handling {
+        // SAFETY: gettid has no preconditions and is async-signal-safe.
+        HANDLING_THREAD.store(unsafe { libc::gettid() }, Ordering::SeqCst);
+    }
+    already_handling
+}
+
+/// Ends what [`begin_crash_handling`] began, given what it returned.
+pub(super) fn end_crash_handling(already_handling: bool) {
+    if !already_handling {
+        HANDLING_CRASH.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Interrupts the target's thread because it went over the memory limit: notes the cause, then
@@ -305,6 +326,36 @@ unsafe fn interrupted_pc_sp(context: *mut c_void) -> (usize, usize) {
     }
 }
 
+/// A fault that is not the target's current execution: one inside the fuzzer itself, or one
+/// while a crash or timeout is being saved. LibAFL's handler would take it for a bug of its own
+/// and wait for someone to type QUIT on stdin, which under a script never comes: the process
+/// would spin for good. Another thread's fault while a save runs waits for that save to end the
+/// process; a fault on the saving thread, or outside the target, ends it now, and the
+/// restarting parent carries on from the last saved state.
+unsafe fn fault_outside_the_target(signal: libc::c_int, during_a_save: bool) -> ! {
+    // SAFETY: gettid, pause and _exit are async-signal-safe.
+    unsafe {
+        if during_a_save && HANDLING_THREAD.load(Ordering::SeqCst) != libc::gettid() {
+            loop {
+                libc::pause();
+            }
+        }
+        let what: &[u8] = if during_a_save {
+            b"while saving a crash or timeout"
+        } else {
+            b"outside the target"
+        };
+        crate::console::say_from_signal_handler(&[
+            b"labelfuzz: signal ",
+            crate::console::decimal(signal.unsigned_abs()).as_bytes(),
+            b" ",
+            what,
+            b"; this process ends and the run goes on from its last saved state",
+        ]);
+        libc::_exit(128 + signal);
+    }
+}
+
 extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     // SAFETY: runs as a signal handler; it only reads the context, walks the stack without
     // allocating and stores to atomics, then hands over to the previous handler.
@@ -329,7 +380,10 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             MEMORY_INTERRUPT_DROPPED.store(true, Ordering::SeqCst);
             return;
         }
-        HANDLING_CRASH.store(true, Ordering::SeqCst);
+        let already_handling = begin_crash_handling();
+        if already_handling || !target_running() {
+            fault_outside_the_target(signal, already_handling);
+        }
         let (pc, sp) = interrupted_pc_sp(context);
         let fault = if info.is_null() {
             0
@@ -394,6 +448,6 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
                 libc::raise(signal);
             }
         }
-        HANDLING_CRASH.store(false, Ordering::SeqCst);
+        end_crash_handling(already_handling);
     }
 }

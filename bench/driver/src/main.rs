@@ -38,6 +38,7 @@ mod yardstick;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -194,6 +195,17 @@ fn main() {
                         load(target, job.fuzzer, job.seed, file)
                     }
                     _ => {
+                        if !util::wait_for_idle_core(cpu, Duration::from_secs(600)) {
+                            eprintln!(
+                                "bench: error: core {cpu} stayed busy for ten minutes; {} on {} \
+                                 (seed {}) is not run (a fuzzer sharing its core would be \
+                                 measured at half speed)",
+                                job.fuzzer.name(),
+                                target.name,
+                                job.seed
+                            );
+                            continue;
+                        }
                         eprintln!(
                             "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
                             job.fuzzer.name(),

@@ -89,3 +89,56 @@ pub fn median(values: &[f64]) -> f64 {
         .copied()
         .unwrap_or(0.0)
 }
+
+/// Busy and total jiffies of one core so far, from `/proc/stat`.
+fn core_jiffies(cpu: usize) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    // idle and iowait are the fourth and fifth fields.
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+/// The share of `cpu` that other processes used over the last `over`.
+pub fn core_busy(cpu: usize, over: std::time::Duration) -> f64 {
+    let Some((busy_before, total_before)) = core_jiffies(cpu) else {
+        return 0.0;
+    };
+    std::thread::sleep(over);
+    let Some((busy_after, total_after)) = core_jiffies(cpu) else {
+        return 0.0;
+    };
+    let total = total_after.saturating_sub(total_before);
+    if total == 0 {
+        return 0.0;
+    }
+    busy_after.saturating_sub(busy_before) as f64 / total as f64
+}
+
+/// Waits up to `patience` for `cpu` to be idle (under a fifth busy over two seconds), so that
+/// a fuzzer never shares its core with a leftover process; false if it never was.
+pub fn wait_for_idle_core(cpu: usize, patience: std::time::Duration) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        let busy = core_busy(cpu, std::time::Duration::from_secs(2));
+        if busy < 0.2 {
+            return true;
+        }
+        if started.elapsed() >= patience {
+            return false;
+        }
+        eprintln!(
+            "bench: core {cpu} is {:.0} % busy with another process: waiting before the run",
+            busy * 100.0
+        );
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    }
+}
