@@ -5,7 +5,6 @@
 //! execution, [`RSS_LIMIT_MB`] of memory, and they keep going after a crash (labelfuzz and
 //! AFL++ do so themselves; libFuzzer is restarted on its corpus, as its users do).
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -255,27 +254,14 @@ fn pinned(program: &Path, cpu: usize) -> Command {
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", &cpu.to_string()])
         .arg(program)
-        .stdin(Stdio::null())
-        // Its own process group, which is killed whole at the end of the run: no process a
-        // fuzzer started (a restarted child, AFL++'s fork server) outlives the run and takes
-        // time from the next one on this core.
-        .process_group(0);
+        .stdin(Stdio::null());
     cmd
-}
-
-/// Kills every process left in the group that `leader` started.
-fn kill_group(leader: u32) {
-    if let Ok(group) = i32::try_from(leader) {
-        // SAFETY: kill(2) on a process group this benchmark created.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
-    }
 }
 
 /// Waits for `child`, taking a snapshot at each whole minute. At the deadline the last
 /// snapshot is taken, whatever the fuzzer's own clock says (AFL++'s `-V` counts from the end of
 /// its dry run, so it would fuzz longer than the others), and the fuzzer is asked to stop
-/// (SIGINT), then killed if it has not within 30 s; whatever it leaves in its process group is
-/// killed either way.
+/// (SIGINT), then killed if it has not within 30 s.
 fn wait_with_snapshots(
     mut child: Child,
     snapshots: &mut Snapshots,
@@ -283,11 +269,9 @@ fn wait_with_snapshots(
     deadline: Instant,
     final_minute: u64,
 ) {
-    let group = child.id();
     let mut interrupted: Option<Instant> = None;
     loop {
         if child.try_wait().ok().flatten().is_some() {
-            kill_group(group);
             return;
         }
         let minute = started.elapsed().as_secs() / 60;
@@ -304,7 +288,7 @@ fn wait_with_snapshots(
             interrupted = Some(now);
         }
         if interrupted.is_some_and(|at| now > at + Duration::from_secs(30)) {
-            kill_group(group);
+            let _ = child.kill();
             let _ = child.wait();
             return;
         }

@@ -214,6 +214,7 @@ fn main() {
                         );
                         let builds = builds[job.target].as_ref().expect("built when runs are");
                         let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
+                        util::kill_leftovers(&dir);
                         measure(
                             target,
                             builds,

@@ -142,3 +142,65 @@ pub fn wait_for_idle_core(cpu: usize, patience: std::time::Duration) -> bool {
         std::thread::sleep(std::time::Duration::from_secs(10));
     }
 }
+
+/// Kills every process still working in `run_dir` (its command line names it, or its working
+/// directory is inside it): what a fuzzer left behind when it was stopped, such as a restarted
+/// child or AFL++'s fork server, would otherwise take time from the next run on its core.
+pub fn kill_leftovers(run_dir: &Path) {
+    let me = std::process::id();
+    let needle = run_dir.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let proc_dir = entry.path();
+        let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+        let names_it = String::from_utf8_lossy(&cmdline).contains(&needle);
+        let works_in_it =
+            std::fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(run_dir));
+        if names_it || works_in_it {
+            if let Ok(pid) = i32::try_from(pid) {
+                // SAFETY: kill(2) on a process this benchmark started for the run.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_process_left_in_a_run_directory_is_killed() {
+        let dir = std::env::temp_dir().join(format!("bench-leftovers-{}", std::process::id()));
+        fresh_dir(&dir);
+        let mut left = std::process::Command::new("sleep")
+            .arg("60")
+            .current_dir(&dir)
+            .spawn()
+            .expect("sleep starts");
+        let mut elsewhere = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep starts");
+        kill_leftovers(&dir);
+        let status = left.wait().expect("wait");
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert!(
+            elsewhere.try_wait().expect("try_wait").is_none(),
+            "only the run's processes"
+        );
+        let _ = elsewhere.kill();
+        let _ = elsewhere.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
