@@ -60,6 +60,7 @@ pub mod mutators;
 pub mod order;
 pub mod output;
 pub mod pattern;
+pub mod process;
 pub mod progress;
 pub mod reject;
 pub mod report;

@@ -48,18 +48,11 @@ fn free_port() -> Result<u16, LabelfuzzError> {
 /// exits once its client has finished (or was killed).
 fn has_live_children() -> bool {
     let me = std::process::id();
-    let parent_me = me.to_string();
     let is_live = |pid: &str| {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        // After the command name in parentheses: state, then the parent's pid.
-        let mut fields = stat
-            .rsplit_once(") ")
-            .map_or("", |(_, rest)| rest)
-            .split(' ');
-        let (state, parent) = (fields.next(), fields.next());
-        parent == Some(parent_me.as_str()) && state != Some("Z")
+        pid.parse()
+            .ok()
+            .and_then(crate::process::status)
+            .is_some_and(|child| child.parent == me && child.is_running())
     };
     // Linux lists each thread's children.
     if let Ok(threads) = std::fs::read_dir(format!("/proc/{me}/task")) {

@@ -51,20 +51,6 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
     })
 }
 
-/// Whether process `pid` still runs. A killed process whose parent died too can stay a zombie
-/// for as long as nothing reaps it (PID 1 in many containers never does): it is not running, and
-/// its temporary files are as stale as those of a process that is gone.
-fn process_is_running(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name, which is in parentheses and may hold anything.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, Some("Z" | "X") | None)
-}
-
 /// The fuzzer's output directory.
 #[derive(Clone, Debug)]
 pub struct OutputDir {
@@ -136,7 +122,7 @@ impl OutputDir {
                 let Some((_, pid)) = name.rsplit_once(".tmp.") else {
                     continue;
                 };
-                let alive = pid.parse::<u32>().is_ok_and(process_is_running);
+                let alive = pid.parse::<u32>().is_ok_and(crate::process::is_running);
                 if name.starts_with('.') && !alive {
                     let _ = fs::remove_file(entry.path());
                 }
@@ -421,24 +407,6 @@ mod tests {
         assert!(!dir.join(".summary.json.tmp.0").exists());
         assert!(dir.join("corpus").join(&live).exists());
         fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn a_zombie_process_is_not_running() {
-        assert!(process_is_running(std::process::id()));
-        // A child that exited and was not waited for yet is a zombie until it is reaped.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while process_is_running(pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert!(
-            Path::new(&format!("/proc/{pid}")).exists(),
-            "not reaped yet"
-        );
-        assert!(!process_is_running(pid));
-        child.wait().unwrap();
     }
 
     #[test]

@@ -93,12 +93,11 @@ pub fn median(values: &[f64]) -> f64 {
 /// Busy and total jiffies of one core so far, from `/proc/stat`.
 fn core_jiffies(cpu: usize) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat
+    let name = format!("cpu{cpu}");
+    let fields: Vec<u64> = stat
         .lines()
-        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
+        .map(str::split_whitespace)
+        .find_map(|mut fields| (fields.next() == Some(name.as_str())).then_some(fields))?
         .filter_map(|f| f.parse().ok())
         .collect();
     let total: u64 = fields.iter().take(8).sum();
@@ -178,6 +177,13 @@ pub fn kill_leftovers(run_dir: &Path) {
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_core_is_read_from_proc_stat() {
+        let (busy, total) = core_jiffies(0).expect("cpu0 in /proc/stat");
+        assert!(busy <= total && total > 0);
+        assert!(core_jiffies(usize::MAX).is_none());
+    }
 
     #[test]
     fn a_process_left_in_a_run_directory_is_killed() {
