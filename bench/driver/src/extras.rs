@@ -314,14 +314,17 @@ fn group_rss(group: u32) -> (u64, u64, usize) {
     let page_kib = 4;
     let (mut total, mut largest, mut count) = (0, 0, 0);
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
-        let Some((_, rest)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split(' ').collect();
-        if fields.len() < 3 || fields[0] == "Z" || fields[2] != group.to_string() {
+        // SAFETY: getpgid(2) only reads the process table; a pid gone meanwhile gives -1.
+        let in_group = i32::try_from(pid)
+            .is_ok_and(|p| i64::from(unsafe { libc::getpgid(p) }) == i64::from(group));
+        if !in_group || !labelfuzz::process::is_running(pid) {
             continue;
         }
         let resident_pages: u64 = std::fs::read_to_string(entry.path().join("statm"))
@@ -591,6 +594,23 @@ pub fn run(only: &[String], work: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_processes_of_one_group_are_counted() {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let (total, largest, count) = group_rss(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(count, 1);
+        assert_eq!(total, largest);
+        // Killed and reaped: nothing of the group is left.
+        assert_eq!(group_rss(child.id()).2, 0);
+    }
 
     #[test]
     fn planted_bugs_are_classified_like_the_target_does() {
