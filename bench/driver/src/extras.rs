@@ -317,14 +317,14 @@ fn group_rss(group: u32) -> (u64, u64, usize) {
         let Some(pid) = entry
             .file_name()
             .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(|n| n.parse::<libc::pid_t>().ok())
         else {
             continue;
         };
-        // SAFETY: getpgid(2) only reads the process table; a pid gone meanwhile gives -1.
-        let in_group = i32::try_from(pid)
-            .is_ok_and(|p| i64::from(unsafe { libc::getpgid(p) }) == i64::from(group));
-        if !in_group || !labelfuzz::process::is_running(pid) {
+        // SAFETY: getpgid(2) only reads the process table; a pid gone meanwhile gives -1, which
+        // no group id equals.
+        let in_group = u32::try_from(unsafe { libc::getpgid(pid) }) == Ok(group);
+        if !in_group || !labelfuzz::process::is_running(pid.unsigned_abs()) {
             continue;
         }
         let resident_pages: u64 = std::fs::read_to_string(entry.path().join("statm"))

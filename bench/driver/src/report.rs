@@ -131,8 +131,11 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
         } else {
             2
         };
+        // The anchor is named only beside a ratio: with nothing to compare, there is no "best".
         let ratio = match (medians[0], medians[best_other]) {
-            (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
+            (Some(ours), Some(theirs)) if theirs > 0.0 => {
+                format!("{:.2} ({})", ours / theirs, Fuzzer::ALL[best_other].name())
+            }
             _ => "–".into(),
         };
         let bytes_ratio = match (bytes[0], bytes[best_other]) {
@@ -145,14 +148,13 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
             .collect();
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             target.name,
             yardstick_name(target),
             cells[0],
             cells[1],
             cells[2],
             ratio,
-            Fuzzer::ALL[best_other].name(),
             bytes_cell.join(" / "),
             bytes_ratio,
         );
@@ -356,6 +358,21 @@ mod tests {
             text.contains(
                 "| zlib | branches | 90 | 60 | 100 | 0.90 (AFL++) | 50 / 400 / 1000 | 0.05 |"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_row_without_an_anchor_has_no_ratio() {
+        let all = vec![run(Fuzzer::Labelfuzz, 1, 90, 50)];
+        let text = tables(&[&TARGETS[0]], &all, 60, 1);
+        assert!(
+            text.contains("| zlib | branches | 90 | – | – | – | 50 / – / – | – |"),
+            "{text}"
+        );
+        let text = tables(&[&TARGETS[0]], &[], 60, 1);
+        assert!(
+            text.contains("| zlib | branches | – | – | – | – | – / – / – | – |"),
             "{text}"
         );
     }
