@@ -94,6 +94,14 @@ fn cell(s: &Option<Spread>, runs: usize, seeds: u64) -> String {
     }
 }
 
+/// `ours ÷ theirs`, when both were measured and the divisor is not zero.
+fn ratio(ours: Option<f64>, theirs: Option<f64>) -> Option<f64> {
+    match (ours, theirs) {
+        (Some(ours), Some(theirs)) if theirs > 0.0 => Some(ours / theirs),
+        _ => None,
+    }
+}
+
 /// The two tables: labelfuzz against the better of the others per target, then every number
 /// per fuzzer.
 pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u64) -> String {
@@ -132,16 +140,11 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
             2
         };
         // The anchor is named only beside a ratio: with nothing to compare, there is no "best".
-        let ratio = match (medians[0], medians[best_other]) {
-            (Some(ours), Some(theirs)) if theirs > 0.0 => {
-                format!("{:.2} ({})", ours / theirs, Fuzzer::ALL[best_other].name())
-            }
-            _ => "–".into(),
-        };
-        let bytes_ratio = match (bytes[0], bytes[best_other]) {
-            (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
-            _ => "–".into(),
-        };
+        let ratio_cell = ratio(medians[0], medians[best_other]).map_or("–".into(), |r| {
+            format!("{r:.2} ({})", Fuzzer::ALL[best_other].name())
+        });
+        let bytes_ratio_cell =
+            ratio(bytes[0], bytes[best_other]).map_or("–".into(), |r| format!("{r:.2}"));
         let bytes_cell: Vec<String> = bytes
             .iter()
             .map(|b| b.map_or("–".into(), |b| format!("{b:.0}")))
@@ -154,9 +157,9 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
             cells[0],
             cells[1],
             cells[2],
-            ratio,
+            ratio_cell,
             bytes_cell.join(" / "),
-            bytes_ratio,
+            bytes_ratio_cell,
         );
     }
     let _ = writeln!(
