@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{check, host_triple, root};
+use crate::util::{check, host_triple, root, BuildLock};
 
 /// How a target is built.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -94,8 +94,10 @@ pub struct Builds {
 }
 
 impl Target {
-    /// Builds all five binaries (each build script skips what is up to date).
+    /// Builds all five binaries (each build script skips what is up to date), one bench at a
+    /// time.
     pub fn build(&self) -> Builds {
+        let _one_at_a_time = BuildLock::acquire();
         eprintln!("bench: building {} five ways", self.name);
         let builds = match self.kind {
             Kind::Native => Builds {

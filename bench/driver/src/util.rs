@@ -12,6 +12,39 @@ pub fn root() -> PathBuf {
         .expect("repository root")
 }
 
+/// A lock on `target/bench/build.lock`, held until dropped. Benches started at once (one a
+/// core, as the README suggests) share `target/`, and the build scripts are not safe to run
+/// twice at the same time: AFL++'s install, above all, builds in one fixed directory.
+pub struct BuildLock {
+    _held: std::fs::File,
+}
+
+impl BuildLock {
+    /// Takes the lock, waiting (and saying so) while another bench holds it.
+    pub fn acquire() -> BuildLock {
+        let path = root().join("target/bench/build.lock");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("target/bench");
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                eprintln!("bench: another bench is building; waiting for it to finish");
+                file.lock()
+                    .unwrap_or_else(|e| panic!("locking {}: {e}", path.display()));
+            }
+            Err(std::fs::TryLockError::Error(e)) => panic!("locking {}: {e}", path.display()),
+        }
+        BuildLock { _held: file }
+    }
+}
+
 /// The machine's processor, as `/proc/cpuinfo` names it (empty if it does not).
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
@@ -208,5 +241,18 @@ mod tests {
         let _ = elsewhere.kill();
         let _ = elsewhere.wait();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_second_bench_cannot_build_while_the_first_holds_the_lock() {
+        let first = BuildLock::acquire();
+        let second =
+            std::fs::File::open(root().join("target/bench/build.lock")).expect("lock file");
+        assert!(matches!(
+            second.try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop(first);
+        assert!(second.try_lock().is_ok(), "free once the first is dropped");
     }
 }
