@@ -1,5 +1,6 @@
 //! Tables (Markdown) and plots (SVG) from the measured runs.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::fuzzers::Fuzzer;
@@ -25,6 +26,8 @@ pub struct Measured {
     pub executions: u64,
     pub wall_secs: f64,
     pub crashes: u64,
+    /// The processor the run was done on, as its record names it.
+    pub machine: String,
 }
 
 impl Measured {
@@ -324,6 +327,57 @@ pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
     svg
 }
 
+/// Which processors the runs were done on. Runs resumed from records may come from other
+/// machines; the sentence says so fuzzer by fuzzer and names the targets whose fuzzers did not
+/// all run on one processor, since their executions a second do not compare.
+pub fn machines(targets: &[&Target], runs: &[Measured]) -> String {
+    let processors: BTreeSet<&str> = runs.iter().map(|r| r.machine.as_str()).collect();
+    match processors.len() {
+        0 => return String::new(),
+        1 => return format!("Every run on one processor ({}).\n\n", runs[0].machine),
+        _ => {}
+    }
+    let fuzzers: Vec<String> = Fuzzer::ALL
+        .iter()
+        .filter_map(|&fuzzer| {
+            let counts: Vec<String> = processors
+                .iter()
+                .filter_map(|&cpu| {
+                    let n = runs
+                        .iter()
+                        .filter(|r| r.fuzzer == fuzzer && r.machine == cpu)
+                        .count();
+                    (n > 0).then(|| format!("{n} on {cpu}"))
+                })
+                .collect();
+            (!counts.is_empty()).then(|| format!("{} {}", fuzzer.name(), counts.join(", ")))
+        })
+        .collect();
+    let mixed: Vec<&str> = targets
+        .iter()
+        .filter(|t| {
+            let here: BTreeSet<&str> = runs
+                .iter()
+                .filter(|r| r.target.name == t.name)
+                .map(|r| r.machine.as_str())
+                .collect();
+            here.len() > 1
+        })
+        .map(|t| t.name)
+        .collect();
+    format!(
+        "The runs were done on more than one machine (each record names its processor): {}. \
+         Executions a second compare only between runs on one processor; targets whose fuzzers \
+         did not all run on one: {}.\n\n",
+        fuzzers.join("; "),
+        if mixed.is_empty() {
+            "none".to_string()
+        } else {
+            mixed.join(", ")
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,6 +400,7 @@ mod tests {
             executions: 100,
             wall_secs: 1.0,
             crashes: 0,
+            machine: "cpu A".into(),
         }
     }
 
@@ -398,5 +453,22 @@ mod tests {
         assert!(text.contains("| zlib | branches | 10 [1/3] |"), "{text}");
         let svg = plot(&TARGETS[0], &all, 60);
         assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+    }
+
+    #[test]
+    fn runs_from_two_processors_are_said_fuzzer_by_fuzzer_and_target_by_target() {
+        let targets = [&TARGETS[0]];
+        let mut runs = vec![
+            run(Fuzzer::Labelfuzz, 1, 10, 1),
+            run(Fuzzer::Libfuzzer, 1, 10, 1),
+        ];
+        assert!(machines(&targets, &runs).starts_with("Every run on one processor (cpu A)"));
+        runs[1].machine = "cpu B".into();
+        let text = machines(&targets, &runs);
+        assert!(
+            text.contains("labelfuzz 1 on cpu A; libFuzzer 1 on cpu B. "),
+            "{text}"
+        );
+        assert!(text.contains(&format!("did not all run on one: {}.", TARGETS[0].name)));
     }
 }
