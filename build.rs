@@ -19,6 +19,12 @@ fn main() {
         .unwrap_or_else(|| "unknown rustc".into());
     println!("cargo:rustc-env=LABELFUZZ_RUSTC_VERSION={version}");
     println!("cargo:rerun-if-env-changed=RUSTC");
+    // Where the sources are, for cargo-labelfuzz's build script (DEP_LABELFUZZ_SOURCE): the tool
+    // carries them to build the runtime wherever it is installed.
+    println!(
+        "cargo:source={}",
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()
+    );
 
     // The comparison interceptors go into every fuzzer whole: nothing refers to them by name,
     // they replace libc's routines by being linked into the executable.

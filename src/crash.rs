@@ -90,21 +90,7 @@ pub fn install_panic_hook() {
                 .map(|s| (*s).to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            let message: String = message
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(200)
-                .collect();
-            let _ = LAST_PANIC.try_with(|p| {
-                *p.borrow_mut() = Some(CrashInfo {
-                    kind: CrashKind::Panic,
-                    location,
-                    message,
-                    frames: Vec::new(),
-                });
-            });
+            record_panic(location, message);
         } else {
             previous(info);
         }
@@ -118,6 +104,28 @@ extern "C" fn exit_guard() {
         // saved reproducer and a restart instead of the end of the run.
         unsafe { libc::abort() };
     }
+}
+
+/// Records the panic of the running target: its `file:line:col` and message (first line kept).
+///
+/// Our hook calls it; so does the runtime's C ABI for a Rust fuzz crate, which has its own copy
+/// of `std` (its panics never reach our hook: it catches them itself and reports them).
+pub fn record_panic(location: String, message: String) {
+    let message: String = message
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect();
+    let _ = LAST_PANIC.try_with(|p| {
+        *p.borrow_mut() = Some(CrashInfo {
+            kind: CrashKind::Panic,
+            location,
+            message,
+            frames: Vec::new(),
+        });
+    });
 }
 
 /// Makes a call to `exit()` from inside the target a crash (kind `exit`) instead of the silent

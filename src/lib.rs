@@ -29,13 +29,9 @@
 //! - [`output`], [`report`], [`stats`]: the output directory, `summary.json` and the time
 //!   series (`stats.jsonl`, `plot_data`).
 //!
-//! A Rust fuzz target is a binary crate whose `main.rs` is:
-//!
-//! ```ignore
-//! labelfuzz::fuzz_target!(|data: &[u8]| {
-//!     my_crate::parse(data);
-//! });
-//! ```
+//! Fuzz targets do not link this crate: `labelfuzz-harness` wraps it into the runtime, a static
+//! library with libFuzzer's C interface, which C harnesses (through `labelfuzz-cc`) and Rust fuzz
+//! crates (through `labelfuzz-sys`) link.
 
 pub mod cli;
 pub mod config;
@@ -93,21 +89,3 @@ pub const BUILD_INFO: &str = concat!(
     env!("LABELFUZZ_RUSTC_VERSION"),
     ")"
 );
-
-/// Turns a closure over `&[u8]` into a fuzzer's `main`.
-///
-/// ```ignore
-/// labelfuzz::fuzz_target!(|data: &[u8]| {
-///     if data.starts_with(b"boom") { panic!("found it") }
-/// });
-/// ```
-#[macro_export]
-macro_rules! fuzz_target {
-    (|$data:ident: &[u8]| $body:expr) => {
-        fn main() {
-            $crate::main_for_target(|$data: &[u8]| {
-                $body;
-            })
-        }
-    };
-}

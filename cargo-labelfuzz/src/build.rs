@@ -1,51 +1,80 @@
-//! Building a fuzz target of an unmodified cargo-fuzz crate against labelfuzz.
+//! Building a fuzz target of an unmodified cargo-fuzz crate against labelfuzz (through
+//! `labelfuzz-build`, which the benchmark and the tests use too).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
+
+use labelfuzz_build::{BuildOptions as Options, Mode};
 
 use crate::project::FuzzProject;
 use crate::{BuildOptions, Error};
 
-/// labelfuzz's source tree: `LABELFUZZ_HOME`, else the checkout this tool was built from (it
-/// is installed with `cargo install --path cargo-labelfuzz`, and reads the build script and the
-/// libfuzzer-sys stand-in from there).
-pub fn labelfuzz_home() -> PathBuf {
-    std::env::var_os("LABELFUZZ_HOME").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
-        PathBuf::from,
-    )
-}
-
-/// Puts a file back as it was when dropped: the patched build rewrites `fuzz/Cargo.lock`, and
-/// the project must stay exactly as cargo-fuzz left it.
-struct RestoreOnDrop {
-    path: PathBuf,
-    contents: Option<Vec<u8>>,
-}
-
-impl RestoreOnDrop {
-    fn new(path: PathBuf) -> Self {
-        let contents = std::fs::read(&path).ok();
-        Self { path, contents }
+impl From<labelfuzz_build::BuildError> for Error {
+    fn from(e: labelfuzz_build::BuildError) -> Self {
+        Error::new(e.to_string())
     }
 }
 
-impl Drop for RestoreOnDrop {
-    fn drop(&mut self) {
-        let restored = match &self.contents {
-            Some(contents) => std::fs::write(&self.path, contents),
-            None => match std::fs::remove_file(&self.path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
-        };
-        if let Err(e) = restored {
-            eprintln!(
-                "cargo labelfuzz: warning: could not restore {}: {e}",
-                self.path.display()
-            );
-        }
+/// The library's options for `options`, refusing what labelfuzz cannot honour.
+fn library_options(
+    project: &FuzzProject,
+    targets: Vec<String>,
+    options: &BuildOptions,
+    mode: Mode,
+) -> Result<Options, Error> {
+    if options.build_std {
+        return Err(Error::new(
+            "--build-std is not supported: the labelfuzz runtime is built once with the standard \
+             library as shipped, and only the target's crates are compiled per project",
+        ));
     }
+    Ok(Options {
+        bins: targets,
+        mode,
+        instrument: std::env::var("LABELFUZZ_INSTRUMENT").ok(),
+        features: options.features.clone(),
+        all_features: options.all_features,
+        no_default_features: options.no_default_features,
+        release: !options.dev,
+        sanitizer: options.sanitizer.parse()?,
+        target_dir: Some(
+            options
+                .target_dir
+                .clone()
+                .unwrap_or_else(|| project.work_dir())
+                .join(match (mode, options.dev) {
+                    (Mode::Fuzz, false) => "fuzz",
+                    (Mode::Fuzz, true) => "fuzz-dev",
+                    (Mode::Coverage, _) => "coverage",
+                })
+                .join(&options.sanitizer),
+        ),
+    })
+}
+
+fn build_as(
+    project: &FuzzProject,
+    targets: Vec<String>,
+    options: &BuildOptions,
+    mode: Mode,
+) -> Result<Vec<PathBuf>, Error> {
+    for target in &targets {
+        project.check_target(target)?;
+    }
+    let options = library_options(project, targets, options, mode)?;
+    let built = labelfuzz_build::build(&project.manifest(), &options)?;
+    Ok(built.into_iter().map(|b| b.path).collect())
+}
+
+/// Builds every target of the project (or the named ones), the coverage build if `coverage`,
+/// and returns the fuzzers' paths.
+pub fn build_all(
+    project: &FuzzProject,
+    targets: Vec<String>,
+    options: &BuildOptions,
+    coverage: bool,
+) -> Result<Vec<PathBuf>, Error> {
+    let mode = if coverage { Mode::Coverage } else { Mode::Fuzz };
+    build_as(project, targets, options, mode)
 }
 
 /// Builds `target` and returns the fuzzer's path.
@@ -54,7 +83,10 @@ pub fn build(
     target: &str,
     options: &BuildOptions,
 ) -> Result<PathBuf, Error> {
-    build_as(project, target, options, false)
+    one(
+        build_as(project, vec![target.into()], options, Mode::Fuzz)?,
+        target,
+    )
 }
 
 /// Builds `target` with source-based coverage instead of SanitizerCoverage (for `coverage`).
@@ -63,82 +95,16 @@ pub fn build_for_coverage(
     target: &str,
     options: &BuildOptions,
 ) -> Result<PathBuf, Error> {
-    build_as(project, target, options, true)
+    one(
+        build_as(project, vec![target.into()], options, Mode::Coverage)?,
+        target,
+    )
 }
 
-fn build_as(
-    project: &FuzzProject,
-    target: &str,
-    options: &BuildOptions,
-    coverage: bool,
-) -> Result<PathBuf, Error> {
-    project.check_target(target)?;
-    let home = labelfuzz_home();
-    let script = home.join("scripts/build-fuzzer.sh");
-    let stand_in = home.join("compat/libfuzzer-sys");
-    if !script.is_file() || !stand_in.join("Cargo.toml").is_file() {
-        return Err(Error::new(format!(
-            "labelfuzz's sources are not at {} (set LABELFUZZ_HOME to a labelfuzz checkout)",
-            home.display()
-        )));
-    }
-    let stand_in = stand_in
-        .canonicalize()
-        .map_err(|e| Error::io("resolve", &stand_in, &e))?;
-    let mut command = Command::new("bash");
-    command
-        .arg(&script)
-        .arg(&project.dir)
-        .env("LABELFUZZ_BIN", target)
-        .env(
-            "LABELFUZZ_CARGO_CONFIG",
-            format!(
-                "patch.crates-io.libfuzzer-sys.path=\"{}\"",
-                stand_in.display()
-            ),
-        );
-    if coverage {
-        command.env("LABELFUZZ_COVERAGE", "1");
-    }
-    match options.sanitizer.as_str() {
-        "none" => {}
-        "address" => {
-            let nightly = Command::new("rustup")
-                .args(["run", "nightly", "rustc", "-V"])
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !nightly {
-                return Err(Error::new(
-                    "--sanitizer address needs a nightly toolchain (rustup toolchain install \
-                     nightly)",
-                ));
-            }
-            let flags = std::env::var("RUSTFLAGS").unwrap_or_default();
-            command
-                .env("RUSTUP_TOOLCHAIN", "nightly")
-                .env("RUSTFLAGS", format!("{flags} -Zsanitizer=address"))
-                .env(
-                    "LABELFUZZ_TARGET_DIR",
-                    project.dir.join("target/labelfuzz-asan"),
-                );
-        }
-        other => {
-            return Err(Error::new(format!(
-                "--sanitizer {other}: use none or address"
-            )))
-        }
-    }
-    let lock = RestoreOnDrop::new(project.dir.join("Cargo.lock"));
-    let output = command
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| Error::io("run", &script, &e))?;
-    drop(lock);
-    if !output.status.success() {
-        return Err(Error::new(format!(
-            "building fuzz target '{target}' failed"
-        )));
-    }
-    let exe = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    Ok(PathBuf::from(exe))
+fn one(mut built: Vec<PathBuf>, target: &str) -> Result<PathBuf, Error> {
+    built.pop().ok_or_else(|| {
+        Error::new(format!(
+            "building fuzz target '{target}' produced no binary"
+        ))
+    })
 }

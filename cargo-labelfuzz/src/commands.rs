@@ -243,7 +243,7 @@ pub fn cmin(args: &TargetArgs, corpus: Option<PathBuf>) -> Result<ExitCode, Erro
 }
 
 /// Runs the built fuzzer's `subcommand` (`report` or `coverage`) on the target's run in
-/// `fuzz/labelfuzz/TARGET/`.
+/// `fuzz/target/labelfuzz/state/TARGET/`.
 fn on_the_run(
     args: &TargetArgs,
     subcommand: &str,
@@ -276,7 +276,7 @@ pub fn report(args: &TargetArgs) -> Result<ExitCode, Error> {
 }
 
 /// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
-/// `fuzz/labelfuzz/TARGET/coverage/`.
+/// `fuzz/target/labelfuzz/state/TARGET/coverage/`.
 pub fn coverage(args: &TargetArgs) -> Result<ExitCode, Error> {
     on_the_run(args, "coverage", true)
 }

@@ -1,7 +1,7 @@
 //! `cargo labelfuzz`: runs an existing cargo-fuzz project with labelfuzz, without editing it.
 //!
 //! The project's `fuzz/` crate is built unmodified: cargo's `--config` patches crates.io's
-//! `libfuzzer-sys` with labelfuzz's stand-in (`compat/libfuzzer-sys`), which provides the same
+//! `libfuzzer-sys` with labelfuzz's stand-in (written into the tool's cache), which provides the same
 //! `fuzz_target!` and a `main` that runs labelfuzz. Every crate but the engine gets
 //! SanitizerCoverage, `--cfg fuzzing`, debug assertions and overflow checks, as with cargo-fuzz.
 
@@ -64,13 +64,39 @@ pub struct Location {
     fuzz_dir: Option<PathBuf>,
 }
 
-/// How to build a fuzz target.
+/// How to build a fuzz target: cargo-fuzz's build options, where they apply.
 #[derive(Args, Debug, Clone)]
 pub struct BuildOptions {
     /// `none` (default) or `address`: AddressSanitizer for Rust, which needs a nightly
     /// toolchain (`rustup toolchain install nightly`).
     #[arg(long, short = 's', value_name = "SANITIZER", default_value = "none")]
     sanitizer: String,
+    /// Features of the fuzz crate to enable (comma-separated, as cargo's `--features`).
+    #[arg(long = "features", value_name = "FEATURES", value_delimiter = ',')]
+    features: Vec<String>,
+    /// Build with the fuzz crate's default features off.
+    #[arg(long)]
+    no_default_features: bool,
+    /// Build with every feature of the fuzz crate on.
+    #[arg(long)]
+    all_features: bool,
+    /// The dev profile instead of release (`-O`/`--release`, the default, is accepted).
+    #[arg(long, short = 'D')]
+    dev: bool,
+    /// Release profile (the default; accepted for cargo-fuzz's command lines).
+    #[arg(long, short = 'O', conflicts_with = "dev")]
+    release: bool,
+    /// Debug assertions and overflow checks: always on in labelfuzz builds of the target's
+    /// crates (accepted for cargo-fuzz's command lines).
+    #[arg(long, short = 'a')]
+    debug_assertions: bool,
+    /// Cargo's target directory for the fuzz build (default `fuzz/target/labelfuzz`).
+    #[arg(long, value_name = "DIR")]
+    target_dir: Option<PathBuf>,
+    /// Not supported (the runtime is built once with the shipped standard library); refused
+    /// with the reason.
+    #[arg(long)]
+    build_std: bool,
 }
 
 /// The fuzz target a command works on, and how to build it.
@@ -109,11 +135,14 @@ enum Command {
         location: Location,
         #[command(flatten)]
         build: BuildOptions,
+        /// The source-based coverage build instead of the fuzz build (what `coverage` runs).
+        #[arg(long)]
+        coverage: bool,
         /// The target (default: every target).
         target: Option<String>,
     },
     /// Fuzz a target. Corpus in `fuzz/corpus/TARGET/` (grown in place), reproducers in
-    /// `fuzz/artifacts/TARGET/`, labelfuzz's own state in `fuzz/labelfuzz/TARGET/`.
+    /// `fuzz/artifacts/TARGET/`, labelfuzz's own state in `fuzz/target/labelfuzz/state/TARGET/`.
     Run {
         #[command(flatten)]
         target: TargetArgs,
@@ -137,13 +166,13 @@ enum Command {
         /// The corpus (default `fuzz/corpus/TARGET`).
         corpus: Option<PathBuf>,
     },
-    /// Write `fuzz/labelfuzz/TARGET/report.html`: plots, crash labels and corpus of the run.
+    /// Write `fuzz/target/labelfuzz/state/TARGET/report.html`: plots, crash labels and corpus of the run.
     Report {
         #[command(flatten)]
         target: TargetArgs,
     },
     /// Source coverage of a run: build the target with source-based coverage, replay
-    /// `fuzz/labelfuzz/TARGET/` (corpus and reproducers) and write llvm-cov's HTML report and a
+    /// `fuzz/target/labelfuzz/state/TARGET/` (corpus and reproducers) and write llvm-cov's HTML report and a
     /// summary into its `coverage/`.
     Coverage {
         #[command(flatten)]
@@ -177,15 +206,12 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         Command::Build {
             location,
             build,
+            coverage,
             target,
         } => {
             let project = project::FuzzProject::find(&location)?;
-            let targets = match target {
-                Some(target) => vec![target],
-                None => project.targets()?,
-            };
-            for target in targets {
-                let exe = build::build(&project, &target, &build)?;
+            let targets: Vec<String> = target.into_iter().collect();
+            for exe in build::build_all(&project, targets, &build, coverage)? {
                 println!("{}", exe.display());
             }
             Ok(ExitCode::SUCCESS)

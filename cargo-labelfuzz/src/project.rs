@@ -125,9 +125,16 @@ impl FuzzProject {
         self.dir.join("artifacts").join(target)
     }
 
-    /// labelfuzz's own output directory for `target` (its table, summary and time series).
+    /// Where labelfuzz keeps builds and run state: `fuzz/target/labelfuzz/`, which
+    /// cargo-fuzz's `fuzz/.gitignore` (`target`) already covers.
+    pub fn work_dir(&self) -> PathBuf {
+        self.dir.join("target").join("labelfuzz")
+    }
+
+    /// labelfuzz's own output directory for `target` (its table, summary and time series):
+    /// `fuzz/target/labelfuzz/state/TARGET/`.
     pub fn state_dir(&self, target: &str) -> PathBuf {
-        self.dir.join("labelfuzz").join(target)
+        self.work_dir().join("state").join(target)
     }
 
     /// Adds a bytes target named `target`: its source file and its `[[bin]]` entry.

@@ -5,8 +5,17 @@
 //! supplies a weak `main` that calls [`libafl_main`]; the harness's own `main`, if it has one,
 //! takes precedence, as with libFuzzer. The sanitizer-coverage callbacks come from
 //! `libafl_targets`, which fills the edge map the engine reads.
+//!
+//! The same library is the runtime of Rust fuzz crates (`labelfuzz-sys`, and the `libfuzzer-sys`
+//! stand-in `cargo labelfuzz` patches in): built once, apart from the user's crates, with its
+//! Rust symbols made local so that its own `std` never meets theirs. Such a crate catches its
+//! panics itself and reports them through [`labelfuzz_rt_panicked`].
 
 use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by [`labelfuzz_rt_panicked`] while an input runs, read once when it returns.
+static TARGET_PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Entry point called by LibAFL's `main`: runs `LLVMFuzzerInitialize` if the harness defines it,
 /// then the labelfuzz command line over `LLVMFuzzerTestOneInput`.
@@ -26,7 +35,46 @@ pub extern "C" fn libafl_main() {
         if unsafe { libafl_targets::libfuzzer_test_one_input(data) } == -1 {
             labelfuzz::reject_input();
         }
+        if TARGET_PANICKED.swap(false, Ordering::Relaxed) {
+            // The panic was recorded already; unwinding to the engine's `catch_unwind` ends the
+            // execution as a crash without a restart, as a panic raised here would.
+            std::panic::resume_unwind(Box::new("panic reported by the target"));
+        }
     })
+}
+
+/// Called by a Rust fuzz crate that caught a panic in its target: `file`/`message` are UTF-8
+/// byte ranges (not NUL-terminated), `line`/`column` the panic's position. The input is then a
+/// crash labelled by that location.
+///
+/// # Safety
+/// `file` and `message` must point to `file_len` and `message_len` readable bytes (or be null
+/// with length 0).
+#[no_mangle]
+pub unsafe extern "C" fn labelfuzz_rt_panicked(
+    file: *const u8,
+    file_len: usize,
+    line: u32,
+    column: u32,
+    message: *const u8,
+    message_len: usize,
+) {
+    let text = |ptr: *const u8, len: usize| {
+        if ptr.is_null() || len == 0 {
+            String::new()
+        } else {
+            // SAFETY: the caller passes `len` readable bytes at `ptr`.
+            String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(ptr, len) }).into_owned()
+        }
+    };
+    let file = text(file, file_len);
+    let location = if file.is_empty() {
+        String::new()
+    } else {
+        format!("{file}:{line}:{column}")
+    };
+    labelfuzz::crash::record_panic(location, text(message, message_len));
+    TARGET_PANICKED.store(true, Ordering::Relaxed);
 }
 
 /// Called by the C sanitizer hooks when a sanitizer reports a bug, before it aborts: records

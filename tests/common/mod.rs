@@ -27,17 +27,19 @@ pub fn checked(command: &mut Command, what: &str) -> Output {
     out
 }
 
-/// Builds the fuzz target crate at `fuzzers/<name>` with instrumentation; returns its binary.
+/// Builds the fuzz target crate at `fuzzers/<name>` with instrumentation and the runtime
+/// (through `labelfuzz-build`, as `cargo labelfuzz build` does); returns its binary.
 pub fn build_fuzzer(name: &str) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let out = checked(
-        Command::new("bash")
-            .arg(root().join("scripts/build-fuzzer.sh"))
-            .arg(root().join("fuzzers").join(name)),
-        &format!("building {name}"),
-    );
-    let path = String::from_utf8(out.stdout).expect("utf-8 path");
-    PathBuf::from(path.trim())
+    let options = labelfuzz_build::BuildOptions {
+        target_dir: Some(root().join("target/fuzz")),
+        ..labelfuzz_build::BuildOptions::default()
+    };
+    let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
+    match labelfuzz_build::build(&manifest, &options) {
+        Ok(mut built) => built.pop().expect("a fuzz crate builds a binary").path,
+        Err(e) => panic!("building {name}: {e}"),
+    }
 }
 
 /// A fresh, empty scratch directory for one test.

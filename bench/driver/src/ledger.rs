@@ -60,8 +60,8 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                     "src",
                     "harness",
                     "compiler-wrapper",
-                    "scripts/build-fuzzer.sh",
-                    "scripts/rustc-sancov",
+                    "labelfuzz-build",
+                    "labelfuzz-sys",
                 ]
                 .map(String::from),
             );

@@ -140,18 +140,19 @@ impl Target {
     }
 }
 
-/// Builds a labelfuzz fuzzer from `fuzzers/<name>`.
+/// Builds a labelfuzz fuzzer from `fuzzers/<name>` (through `labelfuzz-build`, as `cargo
+/// labelfuzz build` does), into the shared `target/fuzz`.
 pub fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
-    let mut cmd = Command::new("bash");
-    cmd.arg(root().join("scripts/build-fuzzer.sh"))
-        .arg(root().join("fuzzers").join(name))
-        .stderr(Stdio::inherit());
-    if let Some(crates) = instrument {
-        cmd.env("LABELFUZZ_INSTRUMENT", crates);
+    let options = labelfuzz_build::BuildOptions {
+        instrument: instrument.map(str::to_string),
+        target_dir: Some(root().join("target/fuzz")),
+        ..labelfuzz_build::BuildOptions::default()
+    };
+    let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
+    match labelfuzz_build::build(&manifest, &options) {
+        Ok(mut built) => built.pop().expect("a fuzz crate builds a binary").path,
+        Err(e) => panic!("building labelfuzz {name}: {e}"),
     }
-    let out = cmd.output().expect("bash runs");
-    check(out.status, &format!("building labelfuzz {name}"));
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8").trim())
 }
 
 /// Builds a native C target with `fuzzers/<name>/build.sh` for labelfuzz (`None`) or a

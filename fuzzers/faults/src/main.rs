@@ -9,6 +9,8 @@
 //! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash;
 //! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`.
 
+#![no_main]
+
 use std::hint::black_box;
 
 /// True when `data` starts with `tag` followed by `!`, compared one byte at a time so that

@@ -1,6 +1,8 @@
 //! Fuzzes serde_json's parser (a registry crate, instrumented like every crate of the target:
 //! `cargo make fuzz-target TARGET=json`).
 
+#![no_main]
+
 labelfuzz::fuzz_target!(|data: &[u8]| {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
         // Round-trip: what parses must serialize and parse back to the same value.

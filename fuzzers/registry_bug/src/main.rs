@@ -4,6 +4,8 @@
 //! The first byte `(` sends the rest to proc-macro2's lexer instead: proc-macro2 is also a
 //! dependency of proc-macros, built twice (for the host, plain; for the target, instrumented).
 
+#![no_main]
+
 use std::str::FromStr;
 
 use chrono::Datelike;

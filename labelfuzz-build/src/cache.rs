@@ -1,0 +1,63 @@
+//! The tool's cache: the runtime, the rustc wrapper and the glue crates, built once per version
+//! of labelfuzz's sources and shared by every project on the machine.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::BuildError;
+
+/// The cache's root: `LABELFUZZ_CACHE`, else `$XDG_CACHE_HOME/labelfuzz`, else
+/// `~/.cache/labelfuzz`.
+pub fn root() -> Result<PathBuf, BuildError> {
+    if let Some(dir) = std::env::var_os("LABELFUZZ_CACHE").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("labelfuzz"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".cache/labelfuzz")),
+        None => Err(BuildError::Project(
+            "no cache directory: set LABELFUZZ_CACHE (or HOME)".into(),
+        )),
+    }
+}
+
+/// The directory of this version of the sources inside the cache.
+pub fn versioned() -> Result<PathBuf, BuildError> {
+    Ok(root()?.join(crate::sources::KEY))
+}
+
+/// An exclusive lock on a file, held until dropped: two builds on one machine (two projects,
+/// two test threads) then build the runtime once, one after the other.
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Waits for and takes the lock at `path` (created if missing).
+    pub fn take(path: &Path) -> Result<Self, BuildError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
+        }
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| BuildError::io("open", path, e))?;
+        file.lock().map_err(|e| BuildError::io("lock", path, e))?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename, so that a reader never
+/// sees half a file and a killed build leaves none.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
+    }
+    let temporary = path.with_extension("partial");
+    std::fs::write(&temporary, contents).map_err(|e| BuildError::io("write", &temporary, e))?;
+    std::fs::rename(&temporary, path).map_err(|e| BuildError::io("rename", &temporary, e))
+}

@@ -1,0 +1,382 @@
+//! Building a fuzz crate: the user's crates instrumented by the wrapper, the runtime linked by
+//! `labelfuzz-sys`, and for cargo-fuzz projects crates.io's `libfuzzer-sys` replaced by the
+//! stand-in, with the project's files left as they were.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cargo_metadata::{Message, MetadataCommand, TargetKind};
+
+use crate::glue::Glue;
+use crate::lockfile::LockGuard;
+use crate::runtime::Runtime;
+use crate::BuildError;
+
+/// Which build of the target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// SanitizerCoverage: the fuzzer.
+    #[default]
+    Fuzz,
+    /// rustc's source-based coverage: the build `FUZZER coverage OUT` replays through.
+    Coverage,
+}
+
+/// Which sanitizer the target's crates are built with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sanitizer {
+    /// None (stable Rust).
+    #[default]
+    None,
+    /// AddressSanitizer (`-Zsanitizer=address`, nightly).
+    Address,
+}
+
+impl std::str::FromStr for Sanitizer {
+    type Err = BuildError;
+
+    fn from_str(name: &str) -> Result<Self, BuildError> {
+        match name {
+            "none" => Ok(Self::None),
+            "address" => Ok(Self::Address),
+            other => Err(BuildError::Project(format!(
+                "--sanitizer {other}: labelfuzz builds with `none` or `address` (memory, thread \
+                 and leak sanitizers report through runtimes labelfuzz does not read)"
+            ))),
+        }
+    }
+}
+
+/// How to build a fuzz crate (cargo-fuzz's build options, where they apply).
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The binaries to build; empty for all of them.
+    pub bins: Vec<String>,
+    /// The fuzz build or the coverage build.
+    pub mode: Mode,
+    /// `LABELFUZZ_INSTRUMENT`: the crates to instrument besides local ones (`None`: every crate).
+    pub instrument: Option<String>,
+    /// `--features`.
+    pub features: Vec<String>,
+    /// `--all-features`.
+    pub all_features: bool,
+    /// `--no-default-features`.
+    pub no_default_features: bool,
+    /// Release profile (cargo-fuzz's default, `-O`); `false` is `--dev`.
+    pub release: bool,
+    /// The sanitizer.
+    pub sanitizer: Sanitizer,
+    /// Cargo's target directory (default: `labelfuzz/<build>` inside the crate's own target
+    /// directory, where the project's ignore rules already cover it).
+    pub target_dir: Option<PathBuf>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            bins: Vec::new(),
+            mode: Mode::Fuzz,
+            instrument: None,
+            features: Vec::new(),
+            all_features: false,
+            no_default_features: false,
+            release: true,
+            sanitizer: Sanitizer::None,
+            target_dir: None,
+        }
+    }
+}
+
+/// A built fuzz target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Built {
+    /// The binary's name.
+    pub name: String,
+    /// Its path.
+    pub path: PathBuf,
+}
+
+/// What `cargo metadata --no-deps` says of the crate to build.
+struct CrateFacts {
+    workspace_root: PathBuf,
+    target_directory: PathBuf,
+    /// Whether it depends on crates.io's `libfuzzer-sys` (a cargo-fuzz crate).
+    uses_libfuzzer_sys: bool,
+}
+
+fn crate_facts(manifest: &Path) -> Result<CrateFacts, BuildError> {
+    let metadata = MetadataCommand::new()
+        .manifest_path(manifest)
+        .no_deps()
+        .current_dir(manifest.parent().unwrap_or(Path::new(".")))
+        .exec()
+        .map_err(|e| BuildError::Metadata(e.to_string()))?;
+    let package = metadata
+        .packages
+        .iter()
+        .find(|p| p.manifest_path.as_std_path() == manifest)
+        .ok_or_else(|| {
+            BuildError::Metadata(format!("no package with manifest {}", manifest.display()))
+        })?;
+    let uses_libfuzzer_sys = package.dependencies.iter().any(|dep| {
+        dep.name == "libfuzzer-sys"
+            && dep
+                .source
+                .as_ref()
+                .is_some_and(|s| s.starts_with("registry+"))
+    });
+    Ok(CrateFacts {
+        workspace_root: metadata.workspace_root.into_std_path_buf(),
+        target_directory: metadata.target_directory.into_std_path_buf(),
+        uses_libfuzzer_sys,
+    })
+}
+
+/// The host triple of the toolchain that builds in `dir` (its `rust-toolchain.toml` counts).
+fn host_triple(dir: &Path, toolchain: Option<&str>) -> Result<String, BuildError> {
+    let mut command = Command::new("rustc");
+    command.current_dir(dir).arg("-vV");
+    if let Some(toolchain) = toolchain {
+        command.env("RUSTUP_TOOLCHAIN", toolchain);
+    }
+    let out = crate::error::run(&mut command, "rustc -vV")?;
+    String::from_utf8_lossy(&out)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(str::to_string)
+        .ok_or_else(|| BuildError::tool("rustc -vV", "no host line"))
+}
+
+fn nightly_available(dir: &Path) -> bool {
+    Command::new("rustc")
+        .current_dir(dir)
+        .env("RUSTUP_TOOLCHAIN", "nightly")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The target-directory name of a build variant: each has its own, since what the wrapper adds
+/// is not part of cargo's fingerprint.
+fn variant(options: &BuildOptions) -> String {
+    let mut name = String::from(match options.mode {
+        Mode::Fuzz => "fuzz",
+        Mode::Coverage => "coverage",
+    });
+    if options.sanitizer == Sanitizer::Address {
+        name.push_str("-asan");
+    }
+    if !options.release {
+        name.push_str("-dev");
+    }
+    if let Some(list) = options
+        .instrument
+        .as_deref()
+        .filter(|l| !l.is_empty() && *l != "all")
+    {
+        name.push('-');
+        name.extend(list.chars().map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        }));
+    }
+    name
+}
+
+/// Builds the fuzz crate whose manifest is `manifest` and returns its fuzz binaries.
+pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, BuildError> {
+    if !manifest.is_file() {
+        return Err(BuildError::Project(format!(
+            "{} does not exist",
+            manifest.display()
+        )));
+    }
+    let manifest = &manifest
+        .canonicalize()
+        .map_err(|e| BuildError::io("resolve", manifest, e))?;
+    let dir = manifest.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let glue = Glue::ensure()?;
+    let runtime = Runtime::ensure()?;
+    let facts = crate_facts(manifest)?;
+    let target_dir = options.target_dir.clone().unwrap_or_else(|| {
+        facts
+            .target_directory
+            .join("labelfuzz")
+            .join(variant(options))
+    });
+    let toolchain =
+        match options.sanitizer {
+            Sanitizer::Address if !nightly_available(&dir) => return Err(BuildError::Project(
+                "--sanitizer address needs a nightly toolchain (rustup toolchain install nightly)"
+                    .into(),
+            )),
+            Sanitizer::Address => Some("nightly"),
+            Sanitizer::None => None,
+        };
+    let host = host_triple(&dir, toolchain)?;
+
+    let patch = facts.uses_libfuzzer_sys.then(|| {
+        format!(
+            "patch.crates-io.libfuzzer-sys.path={:?}",
+            glue.stand_in.display().to_string()
+        )
+    });
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let base = |command: &mut Command| {
+        command
+            .current_dir(&dir)
+            .arg("--manifest-path")
+            .arg(manifest);
+        if let Some(patch) = &patch {
+            command.args(["--config", patch]);
+        }
+        if let Some(toolchain) = toolchain {
+            command.env("RUSTUP_TOOLCHAIN", toolchain);
+        }
+    };
+
+    // The project's lock file may pin crates.io's libfuzzer-sys, which would keep the patch out
+    // of the graph: re-resolve that one package, and put the file back byte for byte after.
+    let lock_path = facts.workspace_root.join("Cargo.lock");
+    let _guard = LockGuard::take(&lock_path, &target_dir.join("Cargo.lock.saved"))?;
+    if patch.is_some() && LockGuard::mentions(&lock_path, "libfuzzer-sys") {
+        let mut update = Command::new(&cargo);
+        update.args(["update", "-q", "-p", "libfuzzer-sys"]);
+        base(&mut update);
+        crate::error::run(
+            &mut update,
+            "resolving the libfuzzer-sys stand-in (cargo update)",
+        )?;
+    }
+
+    let mut command = Command::new(&cargo);
+    command.args([
+        "build",
+        "--message-format=json-render-diagnostics",
+        "--target",
+        &host,
+    ]);
+    base(&mut command);
+    command.arg("--target-dir").arg(&target_dir);
+    if options.release {
+        command.arg("--release");
+    }
+    if options.bins.is_empty() {
+        command.arg("--bins");
+    }
+    for bin in &options.bins {
+        command.args(["--bin", bin]);
+    }
+    if !options.features.is_empty() {
+        command.args(["--features", &options.features.join(",")]);
+    }
+    if options.all_features {
+        command.arg("--all-features");
+    }
+    if options.no_default_features {
+        command.arg("--no-default-features");
+    }
+    let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    // Cargo does not fingerprint the wrapper: a cfg naming the sources' version does, so a new
+    // instrumentation rule rebuilds every crate once.
+    rustflags.push_str(&format!(
+        " --cfg labelfuzz_build_{}",
+        crate::sources::KEY.replace(['.', '-'], "_")
+    ));
+    if options.sanitizer == Sanitizer::Address {
+        rustflags.push_str(" -Zsanitizer=address");
+    }
+    command
+        .env("RUSTFLAGS", rustflags.trim())
+        .env("RUSTC_WRAPPER", &glue.wrapper)
+        .env("LABELFUZZ_RUNTIME", &runtime.dir)
+        .env(
+            "LABELFUZZ_MODE",
+            match options.mode {
+                Mode::Fuzz => "sancov",
+                Mode::Coverage => "coverage",
+            },
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    match &options.instrument {
+        Some(list) => command.env("LABELFUZZ_INSTRUMENT", list),
+        None => command.env_remove("LABELFUZZ_INSTRUMENT"),
+    };
+    command
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR");
+    let mut child = command
+        .spawn()
+        .map_err(|e| BuildError::tool("cargo build", format!("cannot start cargo: {e}")))?;
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut built = Vec::new();
+    for message in Message::parse_stream(stdout) {
+        match message {
+            Ok(Message::CompilerArtifact(artifact)) => {
+                if let Some(path) = artifact
+                    .executable
+                    .filter(|_| artifact.target.kind.contains(&TargetKind::Bin))
+                {
+                    built.push(Built {
+                        name: artifact.target.name.clone(),
+                        path: path.into_std_path_buf(),
+                    });
+                }
+            }
+            Ok(Message::CompilerMessage(message)) => {
+                if let Some(rendered) = &message.message.rendered {
+                    eprint!("{rendered}");
+                }
+            }
+            _ => {}
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| BuildError::tool("cargo build", e.to_string()))?;
+    if !status.success() {
+        return Err(BuildError::tool(
+            format!("building {}", manifest.display()),
+            format!("cargo exited with {status} (its messages are above)"),
+        ));
+    }
+    if built.is_empty() {
+        return Err(BuildError::Project(format!(
+            "{} built no binary (a fuzz crate has a bin per target, each using fuzz_target!)",
+            manifest.display()
+        )));
+    }
+    Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_build_variant_has_its_own_target_directory() {
+        let mut options = BuildOptions::default();
+        assert_eq!(variant(&options), "fuzz");
+        options.mode = Mode::Coverage;
+        assert_eq!(variant(&options), "coverage");
+        options.mode = Mode::Fuzz;
+        options.sanitizer = Sanitizer::Address;
+        options.release = false;
+        options.instrument = Some("a-b,c".into());
+        assert_eq!(variant(&options), "fuzz-asan-dev-a_b_c");
+        options.instrument = Some("all".into());
+        assert_eq!(variant(&options), "fuzz-asan-dev");
+    }
+
+    #[test]
+    fn sanitizer_names_are_checked() {
+        assert_eq!("none".parse::<Sanitizer>().unwrap(), Sanitizer::None);
+        assert_eq!("address".parse::<Sanitizer>().unwrap(), Sanitizer::Address);
+        let error = "memory".parse::<Sanitizer>().unwrap_err().to_string();
+        assert!(error.contains("--sanitizer memory"), "{error}");
+    }
+}

@@ -1,0 +1,236 @@
+//! The `RUSTC_WRAPPER` of fuzz builds: decides, crate by crate, what instrumentation rustc adds.
+//!
+//! This file is a program of its own (std only): `labelfuzz-build` embeds it and compiles it
+//! with `rustc` into its cache on first use, so an installed tool needs no checkout to wrap
+//! rustc. The library also includes it as a module, where [`plan`] is unit-tested.
+//!
+//! The rule: a crate compiled for the target (cargo passes `--target`: fuzz builds name the host
+//! triple explicitly, so build scripts, proc-macros and their dependencies are compiled without
+//! it) gets SanitizerCoverage (pc-guard edges and comparison operands), debug assertions,
+//! overflow checks and `--cfg fuzzing`, as cargo-fuzz does; so do registry crates, where a bug
+//! deep in a dependency hides as well as in the user's code. Never instrumented: build scripts
+//! and the fuzz-target glue (`labelfuzz_sys`, `libfuzzer_sys`), whose edges would be noise.
+//! `LABELFUZZ_INSTRUMENT=crate_a,crate_b` narrows instrumentation to those crates and the crates
+//! built from a local path; `LABELFUZZ_MODE=coverage` swaps SanitizerCoverage for rustc's
+//! source-based coverage (the coverage build of the same crates).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// What the wrapper adds to one rustc invocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing: host code, build scripts, the fuzz-target glue, or crates left out.
+    Plain,
+    /// SanitizerCoverage edges and comparisons (the fuzz build).
+    Sancov,
+    /// rustc's source-based coverage (the coverage build).
+    Coverage,
+}
+
+/// Crates that are glue between the target and the runtime, never code under test.
+const GLUE_CRATES: &[&str] = &["labelfuzz_sys", "libfuzzer_sys"];
+
+/// The plan for a rustc invocation with `args`. `mode` is `LABELFUZZ_MODE` (`coverage`, or
+/// anything else for SanitizerCoverage), `instrument` is `LABELFUZZ_INSTRUMENT` (`None` or
+/// `all` for every crate), `cargo_home` is where registry and git sources live.
+#[must_use]
+pub fn plan(
+    args: &[String],
+    mode: Option<&str>,
+    instrument: Option<&str>,
+    cargo_home: &str,
+) -> Plan {
+    let mut crate_name = None;
+    let mut source = None;
+    let mut for_target = false;
+    let mut previous = "";
+    for arg in args {
+        match previous {
+            "--crate-name" => crate_name = Some(arg.as_str()),
+            "--target" => for_target = true,
+            _ => {}
+        }
+        if arg.starts_with("--target=") {
+            for_target = true;
+        }
+        if source.is_none() && arg.ends_with(".rs") {
+            source = Some(arg.as_str());
+        }
+        previous = arg;
+    }
+    let Some(name) = crate_name else {
+        return Plan::Plain;
+    };
+    if !for_target || name.starts_with("build_script_") || GLUE_CRATES.contains(&name) {
+        return Plan::Plain;
+    }
+    let selected = match instrument.map(str::trim) {
+        None | Some("" | "all") => true,
+        Some(list) => {
+            list.split(',').any(|listed| listed.trim() == name)
+                || !source.is_some_and(|path| from_registry(path, cargo_home))
+        }
+    };
+    match (selected, mode) {
+        (false, _) => Plan::Plain,
+        (true, Some("coverage")) => Plan::Coverage,
+        (true, _) => Plan::Sancov,
+    }
+}
+
+/// Whether `path` is a registry or git dependency's source (not a crate of the user's tree).
+fn from_registry(path: &str, cargo_home: &str) -> bool {
+    let home = cargo_home.trim_end_matches('/');
+    [format!("{home}/registry/"), format!("{home}/git/")]
+        .iter()
+        .any(|prefix| path.starts_with(prefix.as_str()))
+        || path.contains("/.cargo/registry/")
+        || path.contains("/.cargo/git/")
+}
+
+/// The flags `plan` stands for.
+#[must_use]
+pub fn flags(plan: Plan) -> &'static [&'static str] {
+    const CHECKS: [&str; 6] = [
+        "-C",
+        "debug-assertions",
+        "-C",
+        "overflow-checks",
+        "--cfg",
+        "fuzzing",
+    ];
+    match plan {
+        Plan::Plain => &[],
+        Plan::Sancov => &[
+            "-C",
+            "passes=sancov-module",
+            "-C",
+            "llvm-args=-sanitizer-coverage-level=3",
+            "-C",
+            "llvm-args=-sanitizer-coverage-trace-pc-guard",
+            "-C",
+            "llvm-args=-sanitizer-coverage-trace-compares",
+            CHECKS[0],
+            CHECKS[1],
+            CHECKS[2],
+            CHECKS[3],
+            CHECKS[4],
+            CHECKS[5],
+        ],
+        Plan::Coverage => &[
+            "-C",
+            "instrument-coverage",
+            CHECKS[0],
+            CHECKS[1],
+            CHECKS[2],
+            CHECKS[3],
+            CHECKS[4],
+            CHECKS[5],
+        ],
+    }
+}
+
+#[allow(dead_code)] // the program's entry; the library only uses the rule
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let Some(rustc) = args.next() else {
+        eprintln!(
+            "labelfuzz-rustc: a RUSTC_WRAPPER, run by cargo as `labelfuzz-rustc RUSTC ARGS…`"
+        );
+        std::process::exit(2);
+    };
+    let rest: Vec<OsString> = args.collect();
+    let text: Vec<String> = rest
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cargo_home = std::env::var("CARGO_HOME")
+        .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap_or_default()));
+    let mode = std::env::var("LABELFUZZ_MODE").ok();
+    let instrument = std::env::var("LABELFUZZ_INSTRUMENT").ok();
+    let plan = plan(&text, mode.as_deref(), instrument.as_deref(), &cargo_home);
+    // exec, not spawn: cargo's jobserver, signals and exit status pass straight through.
+    let error = Command::new(&rustc).args(&rest).args(flags(plan)).exec();
+    eprintln!(
+        "labelfuzz-rustc: cannot run {}: {error}",
+        rustc.to_string_lossy()
+    );
+    std::process::exit(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    const HOME: &str = "/home/u/.cargo";
+
+    #[test]
+    fn target_crates_get_sancov_and_host_code_does_not() {
+        let target = args(&[
+            "--crate-name",
+            "serde_json",
+            "src/lib.rs",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+        ]);
+        assert_eq!(plan(&target, None, None, HOME), Plan::Sancov);
+        let host = args(&["--crate-name", "serde_derive", "src/lib.rs"]);
+        assert_eq!(plan(&host, None, None, HOME), Plan::Plain);
+        let script = args(&[
+            "--crate-name",
+            "build_script_build",
+            "build.rs",
+            "--target=x86_64-unknown-linux-gnu",
+        ]);
+        assert_eq!(plan(&script, None, None, HOME), Plan::Plain);
+        assert_eq!(plan(&args(&["-vV"]), None, None, HOME), Plan::Plain);
+    }
+
+    #[test]
+    fn the_glue_is_never_instrumented() {
+        for glue in GLUE_CRATES {
+            let a = args(&["--crate-name", glue, "src/lib.rs", "--target", "t"]);
+            assert_eq!(plan(&a, None, None, HOME), Plan::Plain, "{glue}");
+        }
+    }
+
+    #[test]
+    fn the_instrument_list_narrows_to_named_and_local_crates() {
+        let registry = args(&[
+            "--crate-name",
+            "chrono",
+            "/home/u/.cargo/registry/src/idx/chrono-0.4/src/lib.rs",
+            "--target",
+            "t",
+        ]);
+        let local = args(&[
+            "--crate-name",
+            "mine",
+            "/work/mine/src/lib.rs",
+            "--target",
+            "t",
+        ]);
+        assert_eq!(plan(&registry, None, Some("chrono"), HOME), Plan::Sancov);
+        assert_eq!(
+            plan(&registry, None, Some("other,crate"), HOME),
+            Plan::Plain
+        );
+        assert_eq!(plan(&local, None, Some("other"), HOME), Plan::Sancov);
+        assert_eq!(plan(&registry, None, Some("all"), HOME), Plan::Sancov);
+    }
+
+    #[test]
+    fn coverage_mode_swaps_the_instrumentation() {
+        let target = args(&["--crate-name", "mine", "src/lib.rs", "--target", "t"]);
+        assert_eq!(plan(&target, Some("coverage"), None, HOME), Plan::Coverage);
+        assert!(flags(Plan::Coverage).contains(&"instrument-coverage"));
+        assert!(flags(Plan::Sancov).contains(&"llvm-args=-sanitizer-coverage-trace-pc-guard"));
+        assert!(flags(Plan::Plain).is_empty());
+    }
+}
