@@ -147,14 +147,7 @@ fn source_coverage_of_a_run_names_the_planted_lines_it_reached() {
     );
     assert_eq!(fuzzing.status.code(), Some(1));
     // The same target built with source-based coverage instead of SanitizerCoverage.
-    let built = common::checked(
-        Command::new("bash")
-            .arg(common::root().join("scripts/build-fuzzer.sh"))
-            .arg(common::root().join("fuzzers/planted"))
-            .env("LABELFUZZ_COVERAGE", "1"),
-        "the coverage build",
-    );
-    let coverage_build = String::from_utf8_lossy(&built.stdout).trim().to_string();
+    let coverage_build = common::build_fuzzer_as("planted", labelfuzz_build::Mode::Coverage);
     let measured = Command::new(&coverage_build)
         .args(["coverage", out.to_str().unwrap()])
         .output()

@@ -237,7 +237,7 @@ pub fn init(location: &Location, target: &str) -> Result<(), Error> {
     write_new(&dir.join("Cargo.toml"), &manifest)?;
     write_new(
         &dir.join(".gitignore"),
-        "target\ncorpus\nartifacts\ncoverage\nlabelfuzz\n",
+        "target\ncorpus\nartifacts\ncoverage\n",
     )?;
     write_new(
         &dir.join("fuzz_targets").join(format!("{target}.rs")),

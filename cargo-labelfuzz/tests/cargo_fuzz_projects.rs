@@ -12,8 +12,50 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A fresh copy of the test project (the tests write corpora, artifacts and lock files).
+/// Runs git in `dir` (quietly, with a fixed identity); panics if it fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Makes `dir` a git repository with everything committed, as a real project's checkout is.
+fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "project as checked out"]);
+}
+
+/// `git status` shows nothing: labelfuzz left only what the project's ignore rules cover.
+fn assert_git_clean(dir: &Path) {
+    let status = git(dir, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.is_empty(), "labelfuzz left files behind:\n{status}");
+}
+
+/// A fresh copy of the test project (the tests write corpora, artifacts and lock files), as a
+/// committed git checkout.
 fn project_copy(name: &str) -> PathBuf {
+    copy_of("cargo-fuzz-project", name)
+}
+
+/// A fresh copy of `tests/data/<project>`, as a committed git checkout.
+fn copy_of(project: &str, name: &str) -> PathBuf {
     let dir = repo()
         .join("target/test-scratch/cargo-labelfuzz")
         .join(name);
@@ -21,11 +63,12 @@ fn project_copy(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("scratch directory");
     let status = Command::new("cp")
         .arg("-r")
-        .arg(repo().join("tests/data/cargo-fuzz-project/."))
+        .arg(repo().join("tests/data").join(project).join("."))
         .arg(&dir)
         .status()
         .expect("cp runs");
     assert!(status.success());
+    commit_all(&dir);
     dir
 }
 
@@ -35,7 +78,6 @@ fn cargo_labelfuzz(dir: &Path, args: &[&str]) -> Output {
         .arg("labelfuzz")
         .args(args)
         .current_dir(dir)
-        .env("LABELFUZZ_HOME", repo())
         .output()
         .expect("cargo-labelfuzz starts");
     eprintln!(
@@ -134,15 +176,17 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
     let report = cargo_labelfuzz(&dir, &["report", "comments_only"]);
     assert!(report.status.success());
     assert!(dir
-        .join("fuzz/labelfuzz/comments_only/report.html")
+        .join("fuzz/target/labelfuzz/state/comments_only/report.html")
         .is_file());
 
-    // The project is as cargo-fuzz left it: no lock file written, the manifest untouched.
+    // The project is as cargo-fuzz left it: no lock file written, the manifest untouched, and
+    // nothing the project's ignore rules do not cover.
     assert!(!dir.join("fuzz/Cargo.lock").exists());
     assert_eq!(
         std::fs::read(dir.join("fuzz/Cargo.toml")).unwrap(),
         manifest_before
     );
+    assert_git_clean(&dir);
 }
 
 #[test]
@@ -232,7 +276,9 @@ fn init_and_add_make_a_project_that_fuzzes() {
     );
     let run = cargo_labelfuzz(&dir, &["run", "second", "--", "-runs=20000"]);
     assert_eq!(run.status.code(), Some(0), "no bug in an empty target");
-    assert!(dir.join("fuzz/labelfuzz/second/summary.json").is_file());
+    assert!(dir
+        .join("fuzz/target/labelfuzz/state/second/summary.json")
+        .is_file());
 }
 
 #[test]
@@ -261,4 +307,81 @@ fn the_same_project_still_builds_with_cargo_fuzz_where_it_is_installed() {
         "{}",
         String::from_utf8_lossy(&built.stderr)
     );
+}
+
+#[test]
+fn a_project_pinning_the_engines_own_crates_resolves_as_with_cargo_fuzz() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // rustc-demangle =0.1.5 and libc =0.2.100: both are in LibAFL's graph at newer versions,
+    // so a build that resolved the engine with the project could not select them. The fuzz
+    // crate is a member of the parent's workspace, whose committed Cargo.lock pins crates.io's
+    // libfuzzer-sys.
+    let dir = copy_of("pinned-project", "pinned");
+    let lock_before = std::fs::read(dir.join("Cargo.lock")).unwrap();
+    assert!(String::from_utf8_lossy(&lock_before).contains("name = \"libfuzzer-sys\""));
+
+    let run = cargo_labelfuzz(
+        &dir,
+        &[
+            "run",
+            "demangle",
+            "--",
+            "-runs=300000",
+            "-max_total_time=120",
+            "-seed=1",
+        ],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "rustc-demangle 0.1.5's bugs are found"
+    );
+    assert!(!crash_artifacts(&dir, "demangle").is_empty());
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("fuzz/target/labelfuzz/state/demangle/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let locations: Vec<&str> = summary["crashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["location"].as_str())
+        .collect();
+    assert!(
+        locations
+            .iter()
+            .any(|l| l.contains("rustc-demangle-0.1.5/src/lib.rs:")),
+        "{locations:?}"
+    );
+    assert_eq!(std::fs::read(dir.join("Cargo.lock")).unwrap(), lock_before);
+    assert_git_clean(&dir);
+
+    // A second project reuses the runtime: nothing of the engine is compiled again.
+    let second = copy_of("pinned-project", "pinned-second");
+    let build = cargo_labelfuzz(&second, &["build", "demangle"]);
+    assert!(build.status.success());
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        !stderr.contains("building the labelfuzz runtime"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Compiling libafl"), "{stderr}");
+    assert!(!stderr.contains("Compiling labelfuzz v"), "{stderr}");
+
+    // The graph that was fuzzed: the pinned versions, the glue, and none of LibAFL's crates.
+    let glue = labelfuzz_build::Glue::ensure().unwrap();
+    let tree = Command::new("cargo")
+        .args(["tree", "-e", "normal", "--prefix", "none", "--config"])
+        .arg(format!(
+            "patch.crates-io.libfuzzer-sys.path={:?}",
+            glue.stand_in.display().to_string()
+        ))
+        .current_dir(second.join("fuzz"))
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    assert!(tree.contains("rustc-demangle v0.1.5"), "{tree}");
+    assert!(tree.contains("libc v0.2.100"), "{tree}");
+    assert!(tree.contains("labelfuzz-sys v"), "{tree}");
+    assert!(!tree.contains("libafl"), "{tree}");
 }

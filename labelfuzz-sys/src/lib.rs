@@ -3,16 +3,18 @@
 //! A Rust fuzz crate depends on this crate alone (directly, or through the `libfuzzer-sys`
 //! stand-in that `cargo labelfuzz` patches into cargo-fuzz projects). The engine is the labelfuzz
 //! runtime, a static library built once apart from the user's crates and linked by this crate's
-//! build script: it provides `main`, calls `LLVMFuzzerInitialize` and `LLVMFuzzerTestOneInput`
-//! (which [`fuzz_target!`] defines, as with libFuzzer), and runs labelfuzz's command line.
+//! build script: it provides `main`, calls `LLVMFuzzerInitialize` (which [`fuzz_target!`]
+//! defines) and `LLVMFuzzerTestOneInput` (defined here, calling the target the macro names), and
+//! runs labelfuzz's command line.
 //!
 //! The macro takes every form of libfuzzer-sys's: bytes or an [`arbitrary::Arbitrary`] type, an
 //! optional `init:` block, a `()` or [`Corpus`] result, in a `#![no_main]` crate; and it honours
 //! `RUST_LIBFUZZER_DEBUG_PATH`, which `cargo labelfuzz fmt` relies on.
 //!
 //! Panics: the runtime has its own copy of `std`, so a panic of the target cannot unwind into
-//! it. [`run_target`] catches it here and reports its location across the C ABI; the runtime
-//! makes the input a crash labelled by that location, and fuzzing goes on in the same process.
+//! it. `LLVMFuzzerTestOneInput` catches it here and reports its location across the C ABI; the
+//! runtime makes the input a crash labelled by that location, and fuzzing goes on in the same
+//! process.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -65,6 +67,7 @@ pub fn write_debug_form(path: &str, text: &str) {
     }
 }
 
+#[cfg_attr(test, allow(dead_code))] // the runtime is not linked into unit tests
 extern "C" {
     // In the labelfuzz runtime (`labelfuzz-harness`).
     fn labelfuzz_rt_panicked(
@@ -87,6 +90,7 @@ thread_local! {
 /// The runtime is told at the hook, before unwinding starts, so the location reaches it even
 /// when the crate is built with `-C panic=abort` (the abort then ends the execution as a crash
 /// the runtime already knows the site of). Panics outside the target go to the previous hook.
+#[cfg_attr(test, allow(dead_code))]
 fn install_panic_reporter() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
@@ -120,33 +124,62 @@ fn install_panic_reporter() {
     });
 }
 
-/// Runs one input through `target` for `LLVMFuzzerTestOneInput`: libFuzzer's return value (0,
-/// or -1 for [`Corpus::Reject`]), with a panic caught and reported to the runtime.
+/// The target function [`fuzz_target!`] defines, as the runtime's entry point finds it.
+///
+/// A static (data, not code) in the user's crate names it, and `LLVMFuzzerTestOneInput` lives
+/// here, in a crate that is not instrumented: the only functions of the user's crate that run
+/// per input are theirs (the body, and for typed targets the decoding).
 #[doc(hidden)]
-pub fn run_target(target: impl FnOnce() -> Corpus) -> i32 {
+pub enum TargetFn {
+    /// `|data: &[u8]| { … }`.
+    Bytes(fn(&[u8])),
+    /// `|data: &[u8]| -> Corpus { … }`, and typed targets (decoding rejects what does not fit).
+    WithVerdict(fn(&[u8]) -> Corpus),
+}
+
+#[cfg(not(test))]
+extern "Rust" {
+    // Defined by `fuzz_target!` in the user's crate.
+    static __LABELFUZZ_SYS_TARGET: TargetFn;
+}
+
+/// libFuzzer's entry point, called by the labelfuzz runtime for every input: runs the target,
+/// catches a panic (reported to the runtime by the hook), and returns libFuzzer's value (0, or -1
+/// for [`Corpus::Reject`]).
+///
+/// # Safety
+/// `data` must point to `size` readable bytes, or `size` must be 0.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
+    let bytes = if size == 0 || data.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the runtime passes a live buffer of `size` bytes.
+        unsafe { std::slice::from_raw_parts(data, size) }
+    };
+    // SAFETY: `fuzz_target!` defines the static with this type.
+    let target = unsafe { &__LABELFUZZ_SYS_TARGET };
+    run_target(target, bytes)
+}
+
+/// Runs `target` on `bytes` with the target's panics reported to the runtime.
+#[cfg_attr(test, allow(dead_code))]
+fn run_target(target: &TargetFn, bytes: &[u8]) -> i32 {
     install_panic_reporter();
     IN_TARGET.with(|flag| flag.set(true));
-    let outcome = panic::catch_unwind(AssertUnwindSafe(target));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| match target {
+        TargetFn::Bytes(run) => {
+            run(bytes);
+            Corpus::Keep
+        }
+        TargetFn::WithVerdict(run) => run(bytes),
+    }));
     IN_TARGET.with(|flag| flag.set(false));
     match outcome {
         Ok(verdict) => verdict.to_libfuzzer_code(),
         // Reported by the hook already; the runtime turns it into a crash.
         Err(_) => 0,
-    }
-}
-
-/// The input bytes `LLVMFuzzerTestOneInput` was given.
-///
-/// # Safety
-/// `data` must point to `size` readable bytes, or `size` must be 0.
-#[doc(hidden)]
-#[must_use]
-pub unsafe fn input_bytes<'a>(data: *const u8, size: usize) -> &'a [u8] {
-    if size == 0 || data.is_null() {
-        &[]
-    } else {
-        // SAFETY: as the caller promises.
-        unsafe { std::slice::from_raw_parts(data, size) }
     }
 }
 
@@ -176,24 +209,26 @@ macro_rules! fuzz_target {
         $crate::fuzz_target!(init: $init, |$bytes: &[u8]| $body);
     };
     (init: $init:expr, |$bytes:ident: &[u8]| $body:expr) => {
-        $crate::fuzz_target!(init: $init, |$bytes: &[u8]| -> () { $body; });
+        $crate::__labelfuzz_sys_initializer!($init);
+
+        #[no_mangle]
+        #[doc(hidden)]
+        pub static __LABELFUZZ_SYS_TARGET: $crate::TargetFn =
+            $crate::TargetFn::Bytes(__labelfuzz_sys_run);
+
+        // A function of its own, so that `return` in the body means what it says.
+        fn __labelfuzz_sys_run($bytes: &[u8]) {
+            $body;
+        }
     };
     (init: $init:expr, |$bytes:ident: &[u8]| -> $rty:ty $body:block) => {
         $crate::__labelfuzz_sys_initializer!($init);
 
-        /// libFuzzer's entry point, called by the labelfuzz runtime for every input.
-        ///
-        /// # Safety
-        /// `data` points to `size` readable bytes.
         #[no_mangle]
-        pub unsafe extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
-            // SAFETY: the runtime passes a live buffer of `size` bytes.
-            let bytes = unsafe { $crate::input_bytes(data, size) };
-            $crate::run_target(|| $crate::Corpus::from(__labelfuzz_sys_run(bytes)))
-        }
+        #[doc(hidden)]
+        pub static __LABELFUZZ_SYS_TARGET: $crate::TargetFn =
+            $crate::TargetFn::WithVerdict(__labelfuzz_sys_run);
 
-        // A function of its own, so that `return` in the body means what it says.
-        #[inline(never)]
         fn __labelfuzz_sys_run($bytes: &[u8]) -> $rty $body
     };
     (|$data:ident: $dty:ty| $body:expr) => {
@@ -208,16 +243,10 @@ macro_rules! fuzz_target {
     (init: $init:expr, |$data:ident: $dty:ty| -> $rty:ty $body:block) => {
         $crate::__labelfuzz_sys_initializer!($init);
 
-        /// libFuzzer's entry point, called by the labelfuzz runtime for every input.
-        ///
-        /// # Safety
-        /// `data` points to `size` readable bytes.
         #[no_mangle]
-        pub unsafe extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) -> i32 {
-            // SAFETY: the runtime passes a live buffer of `size` bytes.
-            let bytes = unsafe { $crate::input_bytes(data, size) };
-            $crate::run_target(|| __labelfuzz_sys_typed(bytes))
-        }
+        #[doc(hidden)]
+        pub static __LABELFUZZ_SYS_TARGET: $crate::TargetFn =
+            $crate::TargetFn::WithVerdict(__labelfuzz_sys_typed);
 
         fn __labelfuzz_sys_typed(bytes: &[u8]) -> $crate::Corpus {
             use $crate::arbitrary::{Arbitrary, Unstructured};
@@ -240,7 +269,6 @@ macro_rules! fuzz_target {
             }
         }
 
-        #[inline(never)]
         fn __labelfuzz_sys_run($data: $dty) -> $rty $body
     };
 }

@@ -30,9 +30,19 @@ pub fn checked(command: &mut Command, what: &str) -> Output {
 /// Builds the fuzz target crate at `fuzzers/<name>` with instrumentation and the runtime
 /// (through `labelfuzz-build`, as `cargo labelfuzz build` does); returns its binary.
 pub fn build_fuzzer(name: &str) -> PathBuf {
+    build_fuzzer_as(name, labelfuzz_build::Mode::Fuzz)
+}
+
+/// Builds `fuzzers/<name>` as `mode` asks (the fuzz build, or the source-coverage build).
+pub fn build_fuzzer_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let variant = match mode {
+        labelfuzz_build::Mode::Fuzz => "target/fuzz",
+        labelfuzz_build::Mode::Coverage => "target/fuzz-coverage",
+    };
     let options = labelfuzz_build::BuildOptions {
-        target_dir: Some(root().join("target/fuzz")),
+        mode,
+        target_dir: Some(root().join(variant)),
         ..labelfuzz_build::BuildOptions::default()
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
