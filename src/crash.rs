@@ -29,7 +29,9 @@ pub struct CrashInfo {
     /// The first line of the panic message, or the signal or sanitizer bug (informative only:
     /// not part of the label, since it often carries input-dependent values).
     pub message: String,
-    /// The site's frames as offsets in the executable, innermost first (empty for panics).
+    /// The site's frames as offsets in the executable, innermost first; for a panic reported by
+    /// a Rust fuzz crate, the panicking thread's stack (shown in libFuzzer-shaped reports, never
+    /// part of the label or the message).
     #[serde(default)]
     pub frames: Vec<usize>,
 }
@@ -45,7 +47,7 @@ impl CrashInfo {
     /// per new label, not for every crash).
     #[must_use]
     pub fn described(&self) -> String {
-        if self.frames.is_empty() {
+        if self.kind == CrashKind::Panic || self.frames.is_empty() {
             self.message.clone()
         } else {
             format!(
@@ -111,6 +113,12 @@ extern "C" fn exit_guard() {
 /// Our hook calls it; so does the runtime's C ABI for a Rust fuzz crate, which has its own copy
 /// of `std` (its panics never reach our hook: it catches them itself and reports them).
 pub fn record_panic(location: String, message: String) {
+    record_panic_with_stack(location, message, Vec::new());
+}
+
+/// [`record_panic`] with the panicking thread's stack (offsets in the executable, innermost
+/// first), for the libFuzzer-shaped crash report.
+pub fn record_panic_with_stack(location: String, message: String, frames: Vec<usize>) {
     let message: String = message
         .lines()
         .next()
@@ -123,7 +131,7 @@ pub fn record_panic(location: String, message: String) {
             kind: CrashKind::Panic,
             location,
             message,
-            frames: Vec::new(),
+            frames,
         });
     });
 }

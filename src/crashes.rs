@@ -199,7 +199,11 @@ impl CrashTable {
         record.pattern = None;
         record.key = key.to_vec();
         record.len = bytes.len();
-        if info.frames.is_empty() {
+        if info.kind == crate::labels::CrashKind::Panic {
+            // The stack of the reproducer on disk, for libFuzzer-shaped reports.
+            record.info.frames.clone_from(&info.frames);
+        }
+        if info.kind == crate::labels::CrashKind::Panic || info.frames.is_empty() {
             // A panic's message may change with the input; a site's description does not.
             record.info.message.clone_from(&info.message);
         }

@@ -50,6 +50,10 @@ pub struct CrashSummary {
     /// bug.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub same_bug_as: Vec<String>,
+    /// The crash's frames (offsets in the executable, innermost first), for reports in
+    /// libFuzzer's shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<usize>,
 }
 
 /// `summary.json`.
@@ -310,6 +314,7 @@ impl Reporter {
                         pattern: r.pattern.as_ref().map(ToString::to_string),
                         pattern_executions: r.pattern.as_ref().map(crate::pattern::Pattern::probes),
                         same_bug_as: r.same_bug_as.iter().map(ToString::to_string).collect(),
+                        frames: r.info.frames.clone(),
                     })
                     .collect()
             })
@@ -438,6 +443,7 @@ mod tests {
             pattern: None,
             pattern_executions: None,
             same_bug_as: Vec::new(),
+            frames: Vec::new(),
         };
         for (client, len) in [(1, 7), (2, 5)] {
             let summary = Summary {

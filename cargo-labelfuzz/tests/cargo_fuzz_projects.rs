@@ -369,16 +369,24 @@ fn a_project_pinning_the_engines_own_crates_resolves_as_with_cargo_fuzz() {
     assert!(!stderr.contains("Compiling labelfuzz v"), "{stderr}");
 
     // The graph that was fuzzed: the pinned versions, the glue, and none of LibAFL's crates.
+    // (In the copy: re-resolved with the stand-in as the build does, then listed.)
     let glue = labelfuzz_build::Glue::ensure().unwrap();
-    let tree = Command::new("cargo")
-        .args(["tree", "-e", "normal", "--prefix", "none", "--config"])
-        .arg(format!(
-            "patch.crates-io.libfuzzer-sys.path={:?}",
-            glue.stand_in.display().to_string()
-        ))
-        .current_dir(second.join("fuzz"))
-        .output()
-        .expect("cargo tree runs");
+    let patch = format!(
+        "patch.crates-io.libfuzzer-sys.path={:?}",
+        glue.stand_in.display().to_string()
+    );
+    let cargo = |args: &[&str]| {
+        Command::new("cargo")
+            .args(args)
+            .args(["--config", &patch])
+            .current_dir(second.join("fuzz"))
+            .output()
+            .expect("cargo runs")
+    };
+    assert!(cargo(&["update", "-q", "-p", "libfuzzer-sys"])
+        .status
+        .success());
+    let tree = cargo(&["tree", "-e", "normal", "--prefix", "none"]);
     let tree = String::from_utf8_lossy(&tree.stdout);
     assert!(tree.contains("rustc-demangle v0.1.5"), "{tree}");
     assert!(tree.contains("libc v0.2.100"), "{tree}");

@@ -73,7 +73,9 @@ pub unsafe extern "C" fn labelfuzz_rt_panicked(
     } else {
         format!("{file}:{line}:{column}")
     };
-    labelfuzz::crash::record_panic(location, text(message, message_len));
+    // Up to 64 frames: the panic machinery's, then the target's (a report shows the latter).
+    let stack = labelfuzz::signals::current_stack(64);
+    labelfuzz::crash::record_panic_with_stack(location, text(message, message_len), stack);
     TARGET_PANICKED.store(true, Ordering::Relaxed);
 }
 

@@ -30,6 +30,8 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("only_ascii", "--only-ascii", Scale::Switch),
     ("close_fd_mask", "--close-fd-mask", Scale::Same),
     ("use_value_profile", "--use-value-profile", Scale::Switch),
+    ("error_exitcode", "--error-exitcode", Scale::Same),
+    ("timeout_exitcode", "--timeout-exitcode", Scale::Same),
     ("jobs", "--cores", Scale::JobsToCores),
     ("workers", "--cores", Scale::JobsToCores),
 ];
@@ -47,8 +49,6 @@ const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[
     "reduce_depth",
     "shuffle",
     "prefer_small",
-    "error_exitcode",
-    "timeout_exitcode",
     "fork",
     "fork_corpus_groups",
     "ignore_timeouts",
@@ -112,6 +112,9 @@ pub struct Translated {
     pub args: Vec<OsString>,
     /// One line for each flag accepted but not used.
     pub warnings: Vec<String>,
+    /// Whether any flag came in libFuzzer's `-name=value` form: the fuzzer was started the way
+    /// libFuzzer's runners start it, and reports crashes in libFuzzer's shape.
+    pub libfuzzer_style: bool,
 }
 
 /// Rewrites libFuzzer-style `-name=value` arguments into our flags. As in libFuzzer, a repeated
@@ -131,6 +134,7 @@ pub fn translate_libfuzzer_flags(args: Vec<OsString>) -> Result<Translated, Stri
             continue;
         }
         let (name, value) = text[1..].split_once('=').expect("contains '='");
+        translated.libfuzzer_style = true;
         if name == "help" {
             if value != "0" {
                 translated.args.push("--help".into());

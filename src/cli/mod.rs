@@ -6,6 +6,7 @@
 //! every fuzzer binary.
 
 mod libfuzzer;
+pub mod libfuzzer_report;
 mod run;
 
 use std::ffi::OsString;
@@ -94,6 +95,21 @@ pub struct Options {
     /// parse them: cov is edges, ft is labels.
     #[arg(long)]
     pub libfuzzer_progress: bool,
+
+    /// Crash reports and exit statuses in libFuzzer's shape, for CI tools that read them
+    /// (`==PID== ERROR: libFuzzer: …`, a sanitizer-style stack, `SUMMARY:`, `Test unit written
+    /// to`, `Base64:`; 77 for a crash, 70 for a timeout, 71 for out of memory). On whenever any
+    /// flag is given in libFuzzer's `-name=value` form.
+    #[arg(long)]
+    pub libfuzzer_report: bool,
+
+    /// Exit status for a crash in libFuzzer-shaped reporting (libFuzzer: -error_exitcode).
+    #[arg(long, value_name = "N", default_value_t = 77)]
+    pub error_exitcode: i32,
+
+    /// Exit status for a timeout in libFuzzer-shaped reporting (libFuzzer: -timeout_exitcode).
+    #[arg(long, value_name = "N", default_value_t = 70)]
+    pub timeout_exitcode: i32,
 
     /// Memory limit in MiB: an execution that grows the process's resident memory past it is an
     /// `oom` crash (0: no limit).
@@ -228,6 +244,7 @@ impl Options {
             eprintln!("labelfuzz: warning: {warning}");
         }
         let mut options = Options::try_parse_from(translated.args)?;
+        options.libfuzzer_report |= translated.libfuzzer_style;
         if reduce {
             if options.corpus.is_empty() || options.corpus.iter().any(|p| !p.is_file()) {
                 return Err(clap::Error::raw(
@@ -365,9 +382,11 @@ mod tests {
             "2000",
             "--max-len",
             "64",
+            "--libfuzzer-report",
             "seeds",
         ])
         .unwrap();
+        // libFuzzer's spelling is how libFuzzer's runners call a fuzzer: reports follow suit.
         let theirs = parse(&[
             "-max_total_time=5",
             "-runs=100",

@@ -239,6 +239,33 @@ fn print_final_stats(summary: &crate::report::Summary) {
     eprintln!("stat::peak_rss_mb:              {}", summary.peak_rss_mb);
 }
 
+/// Prints libFuzzer's report block for every crash label, in the order they were found.
+fn print_libfuzzer_reports(config: &Config, summary: &crate::report::Summary) {
+    let mut crashes: Vec<_> = summary.crashes.iter().collect();
+    crashes.sort_by_key(|c| c.first_found_execs);
+    for crash in crashes {
+        let file = config.output.join(&crash.input);
+        let name = std::path::Path::new(&crash.input)
+            .file_name()
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default();
+        // The copy the runner asked for, where there is one: that is where it looks.
+        let written = match &config.artifacts {
+            Some(crate::output::Artifacts::Prefix(prefix)) => {
+                std::path::PathBuf::from(format!("{prefix}{}", name.display()))
+            }
+            Some(crate::output::Artifacts::ExactPath(path)) => path.clone(),
+            None => file.clone(),
+        };
+        let input = std::fs::read(&file).unwrap_or_default();
+        let timeout_secs = config.timeout.as_secs_f64();
+        eprint!(
+            "{}",
+            super::libfuzzer_report::report(crash, &written, &input, timeout_secs)
+        );
+    }
+}
+
 /// The non-generic body of [`main_for_target`] (kept out of the instrumented target crate).
 fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
     // Libraries that capture a backtrace per error would run orders of magnitude slower.
@@ -295,6 +322,15 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
             }
             if config.reduce && outcome.supervisor {
                 print_reductions(&config, &outcome.summary);
+            }
+            if options.libfuzzer_report && outcome.supervisor {
+                let codes = super::libfuzzer_report::ExitCodes {
+                    error: options.error_exitcode,
+                    timeout: options.timeout_exitcode,
+                    ..Default::default()
+                };
+                print_libfuzzer_reports(&config, &outcome.summary);
+                std::process::exit(codes.for_crashes(&outcome.summary.crashes));
             }
             if config.replay && outcome.supervisor {
                 for crash in &outcome.summary.crashes {

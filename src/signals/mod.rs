@@ -17,7 +17,9 @@ use std::sync::OnceLock;
 pub use defer::install_alarm_guard;
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
 use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
-pub use site::{collapse_recursion, describe_frames, recursive_cycle};
+pub use site::{
+    collapse_recursion, current_stack, describe_frames, recursive_cycle, stack_lines, StackLine,
+};
 
 /// How close to the stack pointer a fault must be to count as a stack overflow.
 const STACK_FAULT_DISTANCE: usize = 1 << 20;
@@ -147,6 +149,17 @@ extern "C" fn find_executable(
         EXE_END.store(hi, Ordering::Relaxed);
     }
     1 // stop after the main program
+}
+
+/// Finds where the executable is loaded, once per process (a process that never installed the
+/// handlers, such as a supervisor writing reports, needs it to symbolize frames).
+pub(super) fn locate_executable() {
+    if EXE_END.load(Ordering::Relaxed) == 0 {
+        // SAFETY: a plain libc call; the callback only reads the loader's headers.
+        unsafe {
+            libc::dl_iterate_phdr(Some(find_executable), std::ptr::null_mut());
+        }
+    }
 }
 
 /// Installs the site recorder in front of the current handlers (call after the executor is

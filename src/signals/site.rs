@@ -148,6 +148,76 @@ pub fn describe_frames(frames: &[usize]) -> String {
     names.join(" < ")
 }
 
+/// One symbolized frame in a sanitizer-style stack line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackLine {
+    /// The instruction's address in this process.
+    pub address: usize,
+    /// The function (demangled, without Rust's hash), or `exe+0x…` when unknown.
+    pub function: String,
+    /// `file:line:col` where debug information has it.
+    pub source: Option<String>,
+}
+
+/// The frames (offsets in the executable, innermost first) as sanitizer-style stack lines, one a
+/// function (a frame with inlined calls gives one line for each, innermost first).
+#[must_use]
+pub fn stack_lines(frames: &[usize]) -> Vec<StackLine> {
+    super::locate_executable();
+    let base = EXE_BASE.load(Ordering::Relaxed);
+    let mut lines = Vec::new();
+    for &frame in frames {
+        let address = base + frame;
+        let before = lines.len();
+        backtrace::resolve(address as *mut c_void, |symbol| {
+            let source = match (symbol.filename(), symbol.lineno()) {
+                (Some(file), Some(line)) => Some(match symbol.colno() {
+                    Some(col) => format!("{}:{line}:{col}", file.display()),
+                    None => format!("{}:{line}", file.display()),
+                }),
+                _ => None,
+            };
+            lines.push(StackLine {
+                address,
+                function: symbol
+                    .name()
+                    .map_or_else(|| format!("exe+{frame:#x}"), |n| format!("{n:#}")),
+                source,
+            });
+        });
+        if lines.len() == before {
+            lines.push(StackLine {
+                address,
+                function: format!("exe+{frame:#x}"),
+                source: None,
+            });
+        }
+    }
+    lines
+}
+
+/// The calling thread's stack as offsets in the executable, innermost first (at most `limit`
+/// frames; frames outside the executable, in shared libraries, are left out).
+#[must_use]
+pub fn current_stack(limit: usize) -> Vec<usize> {
+    super::locate_executable();
+    let base = EXE_BASE.load(Ordering::Relaxed);
+    let (start, end) = (
+        super::EXE_START.load(Ordering::Relaxed),
+        super::EXE_END.load(Ordering::Relaxed),
+    );
+    let mut frames = Vec::with_capacity(limit);
+    backtrace::trace(|frame| {
+        let ip = frame.ip() as usize;
+        if (start..end).contains(&ip) && ip > base {
+            // The return address points after the call: one byte back names the call's line.
+            frames.push(ip - base - 1);
+        }
+        frames.len() < limit
+    });
+    frames
+}
+
 /// `(start, name)` of each frame's function.
 fn function_path(functions: &[(usize, usize, String)]) -> Vec<(usize, String)> {
     functions
