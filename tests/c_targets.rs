@@ -634,7 +634,7 @@ fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
     );
     assert_eq!(
         profiled.status.code(),
-        Some(1),
+        Some(77),
         "{}",
         String::from_utf8_lossy(&profiled.stderr)
     );

@@ -69,7 +69,8 @@ fn two_clients_keep_one_reproducer_per_crash_label() {
         &fuzzer,
         &["-jobs=2", "--max-time", "3", "-o", out.to_str().unwrap()],
         Duration::from_secs(90),
-        1,
+        // libFuzzer's flag, libFuzzer's exit status for a crash.
+        77,
     );
     let total = summary(&out);
     assert_eq!(total["clients"], 2, "{total}");
@@ -250,7 +251,8 @@ fn ctrl_c_and_sigterm_stop_every_client_and_write_the_merged_summary() {
             "{name}: stopped promptly"
         );
         let stderr = String::from_utf8_lossy(&result.stderr);
-        assert_eq!(result.status.code(), Some(1), "{name}: {stderr}");
+        // Started with libFuzzer's `-jobs=2`: libFuzzer's exit status for a crash.
+        assert_eq!(result.status.code(), Some(77), "{name}: {stderr}");
         let total = summary(&out);
         assert_eq!(total["clients"], 2, "{name}: {total}");
         for index in [1, 2] {

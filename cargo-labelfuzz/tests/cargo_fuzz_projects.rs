@@ -93,6 +93,7 @@ fn cargo_labelfuzz(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The bounded fuzzing run every target gets.
+/// (libFuzzer's flags, as cargo-fuzz users pass them: reports and exit statuses are libFuzzer's.)
 const RUN: &[&str] = &["--", "-runs=2000000", "-max_total_time=240", "-seed=1"];
 
 fn run_target(dir: &Path, target: &str) -> Output {
@@ -136,13 +137,13 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
 
     // `|data: &[u8]|`: the minimal reproducer of the parser's bug.
     let parse = run_target(&dir, "parse");
-    assert_eq!(parse.status.code(), Some(1), "a crash was found");
+    assert_eq!(parse.status.code(), Some(77), "a crash was found");
     assert_eq!(crash_artifacts(&dir, "parse"), vec![b"p9+".to_vec()]);
     assert!(!files(&dir.join("fuzz/corpus/parse")).is_empty());
 
     // `|ops: Vec<FuzzOp>|` with a derived `Arbitrary`: the overflow in `Add`, printed with Debug.
     let ops = run_target(&dir, "ops");
-    assert_eq!(ops.status.code(), Some(1));
+    assert_eq!(ops.status.code(), Some(77));
     assert_eq!(crash_artifacts(&dir, "ops").len(), 1);
     let stdout = String::from_utf8_lossy(&ops.stdout);
     assert!(stdout.contains("Output of `std::fmt::Debug`"), "{stdout}");
@@ -150,7 +151,7 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
 
     // `init: { ... }`: the bug exists only in the mode the initializer turns on.
     let strict = run_target(&dir, "strict_header");
-    assert_eq!(strict.status.code(), Some(1));
+    assert_eq!(strict.status.code(), Some(77));
     assert_eq!(crash_artifacts(&dir, "strict_header"), vec![b"!!".to_vec()]);
 
     // `-> Corpus` with `Corpus::Reject`: the parser's bug is found behind the accepted prefix,
@@ -158,7 +159,7 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
     // also reaches `execute`, so some runs find its overflow too: a second, distinct bug, which
     // must sit behind the prefix as well.
     let comments = run_target(&dir, "comments_only");
-    assert_eq!(comments.status.code(), Some(1));
+    assert_eq!(comments.status.code(), Some(77));
     let artifacts = crash_artifacts(&dir, "comments_only");
     assert!(artifacts.contains(&b"#p9+".to_vec()), "{artifacts:?}");
     assert!(artifacts.len() <= 2, "one artifact a bug: {artifacts:?}");
@@ -290,6 +291,11 @@ fn the_same_project_still_builds_with_cargo_fuzz_where_it_is_installed() {
             .is_ok_and(|o| o.status.success())
     };
     if !has(&["fuzz", "--version"]) || !has(&["+nightly", "--version"]) {
+        // scripts/bootstrap.sh installs both: in CI their absence is a failure, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cargo-fuzz or a nightly toolchain is missing (run scripts/bootstrap.sh)"
+        );
         eprintln!("skipped: cargo-fuzz or a nightly toolchain is not installed here");
         return;
     }
@@ -333,7 +339,7 @@ fn a_project_pinning_the_engines_own_crates_resolves_as_with_cargo_fuzz() {
     );
     assert_eq!(
         run.status.code(),
-        Some(1),
+        Some(77),
         "rustc-demangle 0.1.5's bugs are found"
     );
     assert!(!crash_artifacts(&dir, "demangle").is_empty());
@@ -392,4 +398,75 @@ fn a_project_pinning_the_engines_own_crates_resolves_as_with_cargo_fuzz() {
     assert!(tree.contains("libc v0.2.100"), "{tree}");
     assert!(tree.contains("labelfuzz-sys v"), "{tree}");
     assert!(!tree.contains("libafl"), "{tree}");
+}
+
+#[test]
+fn fuzz_dir_sanitizer_and_coverage_options_work() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = project_copy("options");
+    // --fuzz-dir, from a directory that is not the project's.
+    let elsewhere = dir.parent().unwrap().to_path_buf();
+    let fuzz_dir = dir.join("fuzz");
+    let fuzz_dir = fuzz_dir.to_str().unwrap();
+    let built = cargo_labelfuzz(&elsewhere, &["build", "--fuzz-dir", fuzz_dir, "parse"]);
+    assert!(built.status.success());
+    let exe = String::from_utf8_lossy(&built.stdout).trim().to_string();
+    assert!(Path::new(&exe).is_file(), "{exe}");
+    assert!(
+        exe.starts_with(&dir.join("fuzz/target").display().to_string()),
+        "{exe}"
+    );
+
+    // coverage TARGET: a run's inputs replayed through the source-coverage build.
+    let run = cargo_labelfuzz(
+        &elsewhere,
+        &[
+            "run",
+            "--fuzz-dir",
+            fuzz_dir,
+            "parse",
+            "--",
+            "-runs=200000",
+            "-seed=1",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(77));
+    let coverage = cargo_labelfuzz(&elsewhere, &["coverage", "--fuzz-dir", fuzz_dir, "parse"]);
+    assert!(coverage.status.success());
+    let state = dir.join("fuzz/target/labelfuzz/state/parse");
+    assert!(state.join("coverage/index.html").is_file());
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(state.join("coverage/summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        summary["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("src/lib.rs"))),
+        "the library under test is measured: {summary}"
+    );
+
+    // --sanitizer address (nightly): the same bug, found in an AddressSanitizer build.
+    let asan = cargo_labelfuzz(
+        &dir,
+        &[
+            "run",
+            "--sanitizer",
+            "address",
+            "parse",
+            "--",
+            "-runs=2000000",
+            "-max_total_time=240",
+            "-seed=2",
+        ],
+    );
+    assert_eq!(asan.status.code(), Some(77));
+    assert!(crash_artifacts(&dir, "parse").contains(&b"p9+".to_vec()));
+    let unknown = cargo_labelfuzz(&dir, &["build", "--sanitizer", "memory", "parse"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("--sanitizer memory"));
+    assert_git_clean(&dir);
 }

@@ -151,8 +151,13 @@ fn main() {
     let mode = std::env::var("LABELFUZZ_MODE").ok();
     let instrument = std::env::var("LABELFUZZ_INSTRUMENT").ok();
     let plan = plan(&text, mode.as_deref(), instrument.as_deref(), &cargo_home);
+    let mut extra: Vec<&str> = flags(plan).to_vec();
+    if plan != Plan::Plain && !text.iter().any(|a| a.starts_with("debuginfo=")) {
+        // Line tables where the profile has none: crash reports then name file:line.
+        extra.extend(["-C", "debuginfo=line-tables-only"]);
+    }
     // exec, not spawn: cargo's jobserver, signals and exit status pass straight through.
-    let error = Command::new(&rustc).args(&rest).args(flags(plan)).exec();
+    let error = Command::new(&rustc).args(&rest).args(extra).exec();
     eprintln!(
         "labelfuzz-rustc: cannot run {}: {error}",
         rustc.to_string_lossy()
