@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{build_fuzzer, labelfuzz_cc, root, scratch};
@@ -76,24 +76,28 @@ fn assert_libfuzzer_report(
     assert_eq!(base64, labelfuzz::cli::libfuzzer_report::base64(input));
 }
 
+/// Runs `fuzzer` as a libFuzzer runner does, with `-artifact_prefix=DIR/artifacts/` and `flags`
+/// (output in `DIR/out`); its exit status, stderr and the artifact directory.
+fn run_as_a_runner(fuzzer: &Path, dir: &Path, flags: &[&str]) -> (Option<i32>, String, PathBuf) {
+    let artifacts = dir.join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let result = Command::new(fuzzer)
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .args(flags)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .output()
+        .expect("the fuzzer runs");
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    (result.status.code(), stderr, artifacts)
+}
+
 #[test]
 fn a_rust_target_reports_its_panics_as_libfuzzer_does() {
     let fuzzer = build_fuzzer("planted");
     let dir = scratch("ci-rust");
-    let artifacts = dir.join("artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let result = Command::new(&fuzzer)
-        .arg(format!("-artifact_prefix={}/", artifacts.display()))
-        .args(["-runs=3000000", "-seed=1", "-o"])
-        .arg(dir.join("out"))
-        .output()
-        .expect("the fuzzer runs");
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(
-        result.status.code(),
-        Some(77),
-        "libFuzzer's crash status:\n{stderr}"
-    );
+    let (status, stderr, artifacts) = run_as_a_runner(&fuzzer, &dir, &["-runs=3000000", "-seed=1"]);
+    assert_eq!(status, Some(77), "libFuzzer's crash status:\n{stderr}");
     for input in [&b"FUZZ"[..], b"B\x00\xff", b"+\x01\xff"] {
         assert_libfuzzer_report(
             &stderr,
@@ -117,26 +121,17 @@ fn a_c_harness_reports_its_signals_as_libfuzzer_does() {
         &dir,
         &["-O1", "-g", source.to_str().unwrap(), "-o", "fuzzer"],
     );
-    let artifacts = dir.join("artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let result = Command::new(dir.join("fuzzer"))
-        .arg(format!("-artifact_prefix={}/", artifacts.display()))
-        .args([
+    let (status, stderr, artifacts) = run_as_a_runner(
+        &dir.join("fuzzer"),
+        &dir,
+        &[
             "-runs=2000000",
             "-max_total_time=120",
             "-seed=1",
             "-error_exitcode=99",
-            "-o",
-        ])
-        .arg(dir.join("out"))
-        .output()
-        .expect("the fuzzer runs");
-    let stderr = String::from_utf8_lossy(&result.stderr);
-    assert_eq!(
-        result.status.code(),
-        Some(99),
-        "-error_exitcode is honoured:\n{stderr}"
+        ],
     );
+    assert_eq!(status, Some(99), "-error_exitcode is honoured:\n{stderr}");
     assert_libfuzzer_report(&stderr, &artifacts, b"H!", "check_header", "planted.c");
     assert_libfuzzer_report(&stderr, &artifacts, b"T?", "check_trailer", "planted.c");
 }

@@ -1,52 +1,16 @@
 //! End to end: an unmodified cargo-fuzz project (`tests/data/cargo-fuzz-project`, written the
 //! way the cargo-fuzz book writes targets) built and fuzzed with `cargo labelfuzz`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use common::{assert_git_clean, repo};
+
 /// The commands below build into the same target directory and binary names: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Runs git in `dir` (quietly, with a fixed identity); panics if it fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Makes `dir` a git repository with everything committed, as a real project's checkout is.
-fn commit_all(dir: &Path) {
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "project as checked out"]);
-}
-
-/// `git status` shows nothing: labelfuzz left only what the project's ignore rules cover.
-fn assert_git_clean(dir: &Path) {
-    let status = git(dir, &["status", "--porcelain", "--untracked-files=all"]);
-    assert!(status.is_empty(), "labelfuzz left files behind:\n{status}");
-}
 
 /// A fresh copy of the test project (the tests write corpora, artifacts and lock files), as a
 /// committed git checkout.
@@ -59,16 +23,7 @@ fn copy_of(project: &str, name: &str) -> PathBuf {
     let dir = repo()
         .join("target/test-scratch/cargo-labelfuzz")
         .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(repo().join("tests/data").join(project).join("."))
-        .arg(&dir)
-        .status()
-        .expect("cp runs");
-    assert!(status.success());
-    commit_all(&dir);
+    common::project(project, &dir, |_| {});
     dir
 }
 

@@ -1,60 +1,12 @@
 //! `cargo install` from packaged crates: the tool builds the runtime from the sources it carries
 //! and fuzzes projects laid out as real ones are, with no labelfuzz source tree anywhere.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Runs `command`; panics with `what` and its stderr if it fails.
-fn checked(command: &mut Command, what: &str) -> Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = checked(
-        Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir),
-        &format!("git {args:?}"),
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A copy of `tests/data/<project>` at `dir`, prepared by `prepare` and committed to git.
-fn project(project: &str, dir: &Path, prepare: impl FnOnce(&Path)) {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
-    checked(
-        Command::new("cp")
-            .arg("-r")
-            .arg(repo().join("tests/data").join(project).join("."))
-            .arg(dir),
-        "copying the project",
-    );
-    prepare(dir);
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "as checked out"]);
-}
+use common::{assert_git_clean, checked, project, repo};
 
 const PACKAGES: [&str; 5] = [
     "labelfuzz",
@@ -152,18 +104,12 @@ fn artifacts(dir: &Path, target: &str) -> Vec<Vec<u8>> {
     found
 }
 
-fn assert_clean(dir: &Path) {
-    let status = git(dir, &["status", "--porcelain", "--untracked-files=all"]);
-    assert!(
-        status.is_empty(),
-        "files left behind in {}:\n{status}",
-        dir.display()
-    );
-}
-
 #[test]
 fn an_installed_tool_fuzzes_real_project_layouts_with_no_source_tree() {
-    let scratch = repo().join("target/test-scratch/install");
+    // Outside the repository: an unpacked package there would be taken for a member of its
+    // workspace (and users install from anywhere).
+    let scratch =
+        std::env::temp_dir().join(format!("labelfuzz-install-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();
     let tool = install_from_packages(&scratch, &scratch.join("root"));
@@ -188,7 +134,7 @@ fn an_installed_tool_fuzzes_real_project_layouts_with_no_source_tree() {
     );
     assert!(!artifacts(&member, "demangle").is_empty());
     assert_eq!(std::fs::read(member.join("Cargo.lock")).unwrap(), lock);
-    assert_clean(&member);
+    assert_git_clean(&member);
 
     // 2. A fuzz crate with its own [workspace] and committed lock file, in a project whose
     //    rust-toolchain.toml asks for nightly.
@@ -224,5 +170,6 @@ fn an_installed_tool_fuzzes_real_project_layouts_with_no_source_tree() {
     assert_eq!(found.status.code(), Some(77));
     assert_eq!(artifacts(&own, "parse"), vec![b"p9+".to_vec()]);
     assert_eq!(std::fs::read(own.join("fuzz/Cargo.lock")).unwrap(), lock);
-    assert_clean(&own);
+    assert_git_clean(&own);
+    let _ = std::fs::remove_dir_all(&scratch);
 }

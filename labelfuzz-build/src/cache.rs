@@ -7,20 +7,24 @@ use std::path::{Path, PathBuf};
 use crate::BuildError;
 
 /// The cache's root: `LABELFUZZ_CACHE`, else `$XDG_CACHE_HOME/labelfuzz`, else
-/// `~/.cache/labelfuzz`.
+/// `~/.cache/labelfuzz`; created, and in canonical form (cargo reports the paths under it that
+/// way, and builds compare them).
 pub fn root() -> Result<PathBuf, BuildError> {
-    if let Some(dir) = std::env::var_os("LABELFUZZ_CACHE").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("labelfuzz"));
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".cache/labelfuzz")),
-        None => Err(BuildError::Project(
+    let chosen = if let Some(dir) = std::env::var_os("LABELFUZZ_CACHE").filter(|d| !d.is_empty()) {
+        PathBuf::from(dir)
+    } else if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(dir).join("labelfuzz")
+    } else if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(home).join(".cache/labelfuzz")
+    } else {
+        return Err(BuildError::Project(
             "no cache directory: set LABELFUZZ_CACHE (or HOME)".into(),
-        )),
-    }
+        ));
+    };
+    std::fs::create_dir_all(&chosen).map_err(|e| BuildError::io("create", &chosen, e))?;
+    chosen
+        .canonicalize()
+        .map_err(|e| BuildError::io("resolve", &chosen, e))
 }
 
 /// The directory of this version of the sources inside the cache.

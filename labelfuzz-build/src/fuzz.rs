@@ -100,8 +100,35 @@ pub struct Built {
 struct CrateFacts {
     workspace_root: PathBuf,
     target_directory: PathBuf,
-    /// Whether it depends on crates.io's `libfuzzer-sys` (a cargo-fuzz crate).
-    uses_libfuzzer_sys: bool,
+    /// Its `libfuzzer-sys` dependency (a cargo-fuzz crate): what it asks for, and from where.
+    libfuzzer_sys: Option<LibfuzzerSys>,
+}
+
+/// A cargo-fuzz crate's `libfuzzer-sys` dependency.
+struct LibfuzzerSys {
+    requirement: semver::VersionReq,
+    /// The `[patch]` table that replaces it: `crates-io`, or the git repository's URL.
+    patch_table: String,
+}
+
+impl LibfuzzerSys {
+    /// The dependency as `cargo metadata` lists it; `None` for a path dependency (a vendored
+    /// copy, which cannot be patched).
+    fn from_dependency(dep: &cargo_metadata::Dependency) -> Option<Self> {
+        let source = dep.source.as_deref()?;
+        let patch_table = if source.starts_with("registry+") {
+            "crates-io".to_string()
+        } else {
+            // `git+URL?branch=…#rev`: the patch names the repository.
+            let url = source.strip_prefix("git+")?;
+            let url = url.split(['?', '#']).next().unwrap_or(url);
+            format!("{url:?}")
+        };
+        Some(Self {
+            requirement: dep.req.clone(),
+            patch_table,
+        })
+    }
 }
 
 fn crate_facts(manifest: &Path) -> Result<CrateFacts, BuildError> {
@@ -118,17 +145,15 @@ fn crate_facts(manifest: &Path) -> Result<CrateFacts, BuildError> {
         .ok_or_else(|| {
             BuildError::Metadata(format!("no package with manifest {}", manifest.display()))
         })?;
-    let uses_libfuzzer_sys = package.dependencies.iter().any(|dep| {
-        dep.name == "libfuzzer-sys"
-            && dep
-                .source
-                .as_ref()
-                .is_some_and(|s| s.starts_with("registry+"))
-    });
+    let libfuzzer_sys = package
+        .dependencies
+        .iter()
+        .filter(|dep| dep.name == "libfuzzer-sys")
+        .find_map(LibfuzzerSys::from_dependency);
     Ok(CrateFacts {
         workspace_root: metadata.workspace_root.into_std_path_buf(),
         target_directory: metadata.target_directory.into_std_path_buf(),
-        uses_libfuzzer_sys,
+        libfuzzer_sys,
     })
 }
 
@@ -218,12 +243,26 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
         };
     let host = host_triple(&dir, toolchain)?;
 
-    let patch = facts.uses_libfuzzer_sys.then(|| {
-        format!(
-            "patch.crates-io.libfuzzer-sys.path={:?}",
-            glue.stand_in.display().to_string()
-        )
-    });
+    let mut stand_in = None;
+    let patch = match &facts.libfuzzer_sys {
+        None => None,
+        Some(dependency) => {
+            let Some(dir) = glue.stand_in_for(&dependency.requirement)? else {
+                return Err(BuildError::Project(format!(
+                    "libfuzzer-sys = \"{}\" pins a version the stand-in cannot take; ask for a \
+                     release line instead (e.g. \"0.4\")",
+                    dependency.requirement
+                )));
+            };
+            let patch = format!(
+                "patch.{}.libfuzzer-sys.path={:?}",
+                dependency.patch_table,
+                dir.display().to_string()
+            );
+            stand_in = Some(dir);
+            Some(patch)
+        }
+    };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let base = |command: &mut Command| {
         command
@@ -243,6 +282,7 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
     let lock_path = facts.workspace_root.join("Cargo.lock");
     let _guard = LockGuard::take(&lock_path, &target_dir.join("Cargo.lock.saved"))?;
     if patch.is_some() && LockGuard::mentions(&lock_path, "libfuzzer-sys") {
+        // The locked package may come from a registry or a git repository the stand-in replaces.
         let mut update = Command::new(&cargo);
         update.args(["update", "-q", "-p", "libfuzzer-sys"]);
         base(&mut update);
@@ -314,9 +354,15 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
         .map_err(|e| BuildError::tool("cargo build", format!("cannot start cargo: {e}")))?;
     let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut built = Vec::new();
+    let mut foreign_libfuzzer = false;
     for message in Message::parse_stream(stdout) {
         match message {
             Ok(Message::CompilerArtifact(artifact)) => {
+                if artifact.target.name == "libfuzzer_sys" {
+                    foreign_libfuzzer |= stand_in
+                        .as_ref()
+                        .is_none_or(|dir| !artifact.manifest_path.as_std_path().starts_with(dir));
+                }
                 if let Some(path) = artifact
                     .executable
                     .filter(|_| artifact.target.kind.contains(&TargetKind::Bin))
@@ -342,6 +388,14 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
         return Err(BuildError::tool(
             format!("building {}", manifest.display()),
             format!("cargo exited with {status} (its messages are above)"),
+        ));
+    }
+    if foreign_libfuzzer {
+        // Never hand back a libFuzzer binary as if it were ours.
+        return Err(BuildError::Project(
+            "the build used a libfuzzer-sys other than labelfuzz's stand-in (is it vendored, or \
+             patched by the project itself?): nothing was built for labelfuzz"
+                .into(),
         ));
     }
     if built.is_empty() {

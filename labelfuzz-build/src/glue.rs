@@ -6,12 +6,12 @@ use std::process::Command;
 
 use crate::{cache, sources, BuildError};
 
-/// The stand-in's manifest. Version 0.4.99 satisfies every `libfuzzer-sys = "0.4…"` a project
-/// asks for; the features are libfuzzer-sys's, accepted (labelfuzz is always the engine).
-const STAND_IN_MANIFEST: &str = r#"# Written by labelfuzz-build: patched in for crates.io's libfuzzer-sys by `cargo labelfuzz`.
+/// The stand-in's manifest (`VERSION` is filled in: one that satisfies what the project asks
+/// for); the features are libfuzzer-sys's, accepted (labelfuzz is always the engine).
+const STAND_IN_MANIFEST: &str = r#"# Written by labelfuzz-build: patched in for libfuzzer-sys by `cargo labelfuzz`.
 [package]
 name = "libfuzzer-sys"
-version = "0.4.99"
+version = "VERSION"
 edition = "2021"
 description = "labelfuzz's stand-in for libfuzzer-sys: the same fuzz_target!, run by labelfuzz"
 license = "MIT OR Apache-2.0"
@@ -36,7 +36,8 @@ pub use labelfuzz_sys::*;\n";
 /// The glue crates and the wrapper of this version of the sources.
 #[derive(Clone, Debug)]
 pub struct Glue {
-    /// The `libfuzzer-sys` stand-in's directory (for `patch.crates-io.libfuzzer-sys.path`).
+    /// The `libfuzzer-sys` stand-in's directory for the 0.4 line (for
+    /// `patch.crates-io.libfuzzer-sys.path`); [`Glue::stand_in_for`] gives others.
     pub stand_in: PathBuf,
     /// `labelfuzz-sys`'s directory.
     pub labelfuzz_sys: PathBuf,
@@ -61,12 +62,61 @@ impl Glue {
             return Ok(glue);
         }
         sources::write_glue_sources(&glue.labelfuzz_sys)?;
-        write(&glue.stand_in.join("Cargo.toml"), STAND_IN_MANIFEST)?;
-        write(&glue.stand_in.join("src/lib.rs"), STAND_IN_LIB)?;
+        write_stand_in(&glue.stand_in, "0.4.99")?;
         compile_wrapper(&dir, &glue.wrapper)?;
         cache::write_atomically(&dir.join("complete"), b"")?;
         Ok(glue)
     }
+}
+
+impl Glue {
+    /// The stand-in whose version satisfies `requirement` (what the project's manifest asks of
+    /// `libfuzzer-sys`, e.g. `^0.3`), written on first use; `None` when no version can (an exact
+    /// pin such as `=0.4.7`).
+    pub fn stand_in_for(
+        &self,
+        requirement: &semver::VersionReq,
+    ) -> Result<Option<PathBuf>, BuildError> {
+        let Some(version) = stand_in_version(requirement) else {
+            return Ok(None);
+        };
+        if version == "0.4.99" {
+            return Ok(Some(self.stand_in.clone()));
+        }
+        let dir = self
+            .stand_in
+            .with_file_name(format!("libfuzzer-sys-{version}"));
+        if !dir.join("src/lib.rs").is_file() {
+            let _lock = cache::Lock::take(&cache::root()?.join("glue.lock"))?;
+            write_stand_in(&dir, &version)?;
+        }
+        Ok(Some(dir))
+    }
+}
+
+/// A version the stand-in can take to satisfy `requirement`: the highest patch level of the
+/// release line it names (`0.3` → `0.3.99`, `0.4.7` → `0.4.99`, `1` → `1.99.0`).
+#[must_use]
+pub fn stand_in_version(requirement: &semver::VersionReq) -> Option<String> {
+    let line = requirement.comparators.first()?;
+    let candidates = if line.major == 0 {
+        let minor = line.minor.unwrap_or(4);
+        vec![semver::Version::new(0, minor, 99)]
+    } else {
+        vec![semver::Version::new(line.major, 99, 0)]
+    };
+    candidates
+        .into_iter()
+        .find(|v| requirement.matches(v))
+        .map(|v| v.to_string())
+}
+
+fn write_stand_in(dir: &Path, version: &str) -> Result<(), BuildError> {
+    write(
+        &dir.join("Cargo.toml"),
+        &STAND_IN_MANIFEST.replace("VERSION", version),
+    )?;
+    write(&dir.join("src/lib.rs"), STAND_IN_LIB)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), BuildError> {
@@ -95,4 +145,22 @@ fn compile_wrapper(dir: &Path, output: &Path) -> Result<(), BuildError> {
         "compiling the rustc wrapper",
     )?;
     std::fs::rename(&partial, output).map_err(|e| BuildError::io("rename", &partial, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version_for(requirement: &str) -> Option<String> {
+        stand_in_version(&semver::VersionReq::parse(requirement).unwrap())
+    }
+
+    #[test]
+    fn the_stand_in_takes_a_version_the_project_accepts() {
+        assert_eq!(version_for("0.4").as_deref(), Some("0.4.99"));
+        assert_eq!(version_for("0.4.7").as_deref(), Some("0.4.99"));
+        assert_eq!(version_for("^0.3").as_deref(), Some("0.3.99"));
+        assert_eq!(version_for("1.2").as_deref(), Some("1.99.0"));
+        assert_eq!(version_for("=0.4.7"), None);
+    }
 }

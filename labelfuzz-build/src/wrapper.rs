@@ -90,19 +90,21 @@ fn from_registry(path: &str, cargo_home: &str) -> bool {
         || path.contains("/.cargo/git/")
 }
 
+/// What every instrumented crate gets, as cargo-fuzz gives it.
+const CHECKS: &[&str] = &[
+    "-C",
+    "debug-assertions",
+    "-C",
+    "overflow-checks",
+    "--cfg",
+    "fuzzing",
+];
+
 /// The flags `plan` stands for.
 #[must_use]
-pub fn flags(plan: Plan) -> &'static [&'static str] {
-    const CHECKS: [&str; 6] = [
-        "-C",
-        "debug-assertions",
-        "-C",
-        "overflow-checks",
-        "--cfg",
-        "fuzzing",
-    ];
-    match plan {
-        Plan::Plain => &[],
+pub fn flags(plan: Plan) -> Vec<&'static str> {
+    let instrumentation: &[&str] = match plan {
+        Plan::Plain => return Vec::new(),
         Plan::Sancov => &[
             "-C",
             "passes=sancov-module",
@@ -112,24 +114,10 @@ pub fn flags(plan: Plan) -> &'static [&'static str] {
             "llvm-args=-sanitizer-coverage-trace-pc-guard",
             "-C",
             "llvm-args=-sanitizer-coverage-trace-compares",
-            CHECKS[0],
-            CHECKS[1],
-            CHECKS[2],
-            CHECKS[3],
-            CHECKS[4],
-            CHECKS[5],
         ],
-        Plan::Coverage => &[
-            "-C",
-            "instrument-coverage",
-            CHECKS[0],
-            CHECKS[1],
-            CHECKS[2],
-            CHECKS[3],
-            CHECKS[4],
-            CHECKS[5],
-        ],
-    }
+        Plan::Coverage => &["-C", "instrument-coverage"],
+    };
+    [instrumentation, CHECKS].concat()
 }
 
 #[allow(dead_code)] // the program's entry; the library only uses the rule
@@ -151,7 +139,7 @@ fn main() {
     let mode = std::env::var("LABELFUZZ_MODE").ok();
     let instrument = std::env::var("LABELFUZZ_INSTRUMENT").ok();
     let plan = plan(&text, mode.as_deref(), instrument.as_deref(), &cargo_home);
-    let mut extra: Vec<&str> = flags(plan).to_vec();
+    let mut extra = flags(plan);
     if plan != Plan::Plain && !text.iter().any(|a| a.starts_with("debuginfo=")) {
         // Line tables where the profile has none: crash reports then name file:line.
         extra.extend(["-C", "debuginfo=line-tables-only"]);
