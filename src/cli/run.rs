@@ -323,7 +323,8 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
             if config.reduce && outcome.supervisor {
                 print_reductions(&config, &outcome.summary);
             }
-            if options.libfuzzer_report && outcome.supervisor {
+            // `-minimize_crash=1` (reduce) ends as libFuzzer's does: status 0 once minimized.
+            if options.libfuzzer_report && outcome.supervisor && !config.reduce {
                 let codes = super::libfuzzer_report::ExitCodes {
                     error: options.error_exitcode,
                     timeout: options.timeout_exitcode,
