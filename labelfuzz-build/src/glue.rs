@@ -95,10 +95,13 @@ impl Glue {
 }
 
 /// A version the stand-in can take to satisfy `requirement`: the highest patch level of the
-/// release line it names (`0.3` → `0.3.99`, `0.4.7` → `0.4.99`, `1` → `1.99.0`).
+/// release line it names (`0.3` → `0.3.99`, `0.4.7` → `0.4.99`, `1` → `1.99.0`, `*` → `0.4.99`).
 #[must_use]
 pub fn stand_in_version(requirement: &semver::VersionReq) -> Option<String> {
-    let line = requirement.comparators.first()?;
+    let Some(line) = requirement.comparators.first() else {
+        // `*` (a git dependency without a version, for one): today's release line.
+        return Some("0.4.99".into());
+    };
     let candidates = if line.major == 0 {
         let minor = line.minor.unwrap_or(4);
         vec![semver::Version::new(0, minor, 99)]
@@ -162,5 +165,6 @@ mod tests {
         assert_eq!(version_for("^0.3").as_deref(), Some("0.3.99"));
         assert_eq!(version_for("1.2").as_deref(), Some("1.99.0"));
         assert_eq!(version_for("=0.4.7"), None);
+        assert_eq!(version_for("*").as_deref(), Some("0.4.99"));
     }
 }
