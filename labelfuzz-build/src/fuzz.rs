@@ -211,6 +211,219 @@ fn variant(options: &BuildOptions) -> String {
     name
 }
 
+/// One fuzz build, worked out before cargo runs: where, with which toolchain, for which host,
+/// and with which stand-in patched in.
+struct Plan<'a> {
+    manifest: &'a Path,
+    dir: PathBuf,
+    options: &'a BuildOptions,
+    glue: Glue,
+    runtime: Runtime,
+    facts: CrateFacts,
+    target_dir: PathBuf,
+    toolchain: Option<&'static str>,
+    host: String,
+    /// The stand-in's directory and the `--config` value that patches it in.
+    stand_in: Option<(PathBuf, String)>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(manifest: &'a Path, options: &'a BuildOptions) -> Result<Self, BuildError> {
+        let dir = manifest.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let glue = Glue::ensure()?;
+        let runtime = Runtime::ensure()?;
+        let facts = crate_facts(manifest)?;
+        let target_dir = options.target_dir.clone().unwrap_or_else(|| {
+            facts
+                .target_directory
+                .join("labelfuzz")
+                .join(variant(options))
+        });
+        let toolchain = match options.sanitizer {
+            Sanitizer::Address if !nightly_available(&dir) => {
+                return Err(BuildError::Project(
+                    "--sanitizer address needs a nightly toolchain (rustup toolchain install \
+                     nightly)"
+                        .into(),
+                ))
+            }
+            Sanitizer::Address => Some("nightly"),
+            Sanitizer::None => None,
+        };
+        let host = host_triple(&dir, toolchain)?;
+        let stand_in = match &facts.libfuzzer_sys {
+            None => None,
+            Some(dependency) => Some(stand_in_patch(&glue, dependency)?),
+        };
+        Ok(Self {
+            manifest,
+            dir,
+            options,
+            glue,
+            runtime,
+            facts,
+            target_dir,
+            toolchain,
+            host,
+            stand_in,
+        })
+    }
+
+    /// A cargo command in the crate's directory, for its manifest, with the patch and toolchain.
+    fn cargo(&self, subcommand: &str) -> Command {
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command
+            .current_dir(&self.dir)
+            .arg(subcommand)
+            .arg("--manifest-path")
+            .arg(self.manifest);
+        if let Some((_, patch)) = &self.stand_in {
+            command.args(["--config", patch]);
+        }
+        if let Some(toolchain) = self.toolchain {
+            command.env("RUSTUP_TOOLCHAIN", toolchain);
+        }
+        command
+    }
+
+    /// The project's lock file may pin crates.io's (or a git repository's) libfuzzer-sys, which
+    /// would keep the patch out of the graph: re-resolve that one package.
+    fn resolve_stand_in(&self, lock_path: &Path) -> Result<(), BuildError> {
+        if self.stand_in.is_some() && LockGuard::mentions(lock_path, "libfuzzer-sys") {
+            let mut update = self.cargo("update");
+            update.args(["-q", "-p", "libfuzzer-sys"]);
+            crate::error::run(
+                &mut update,
+                "resolving the libfuzzer-sys stand-in (cargo update)",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `cargo build` with the options, the wrapper and the runtime.
+    fn build_command(&self) -> Command {
+        let options = self.options;
+        let mut command = self.cargo("build");
+        command
+            .args([
+                "--message-format=json-render-diagnostics",
+                "--target",
+                &self.host,
+            ])
+            .arg("--target-dir")
+            .arg(&self.target_dir);
+        if options.release {
+            command.arg("--release");
+        }
+        if options.bins.is_empty() {
+            command.arg("--bins");
+        }
+        for bin in &options.bins {
+            command.args(["--bin", bin]);
+        }
+        if !options.features.is_empty() {
+            command.args(["--features", &options.features.join(",")]);
+        }
+        if options.all_features {
+            command.arg("--all-features");
+        }
+        if options.no_default_features {
+            command.arg("--no-default-features");
+        }
+        let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
+        // Cargo does not fingerprint the wrapper: a cfg naming the sources' version does, so a
+        // new instrumentation rule rebuilds every crate once.
+        rustflags.push_str(&format!(
+            " --cfg labelfuzz_build_{}",
+            crate::sources::KEY.replace(['.', '-'], "_")
+        ));
+        if options.sanitizer == Sanitizer::Address {
+            rustflags.push_str(" -Zsanitizer=address");
+        }
+        let mode = match options.mode {
+            Mode::Fuzz => "sancov",
+            Mode::Coverage => "coverage",
+        };
+        command
+            .env("RUSTFLAGS", rustflags.trim())
+            .env("RUSTC_WRAPPER", &self.glue.wrapper)
+            .env("LABELFUZZ_RUNTIME", &self.runtime.dir)
+            .env("LABELFUZZ_MODE", mode)
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR");
+        match &options.instrument {
+            Some(list) => command.env("LABELFUZZ_INSTRUMENT", list),
+            None => command.env_remove("LABELFUZZ_INSTRUMENT"),
+        };
+        command
+    }
+
+    /// Runs `command`, passing cargo's diagnostics on; the binaries built, and whether a
+    /// libfuzzer-sys other than the stand-in was compiled.
+    fn run(&self, mut command: Command) -> Result<(Vec<Built>, bool), BuildError> {
+        command.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = command
+            .spawn()
+            .map_err(|e| BuildError::tool("cargo build", format!("cannot start cargo: {e}")))?;
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut built = Vec::new();
+        let mut foreign_libfuzzer = false;
+        for message in Message::parse_stream(stdout) {
+            match message {
+                Ok(Message::CompilerArtifact(artifact)) => {
+                    if artifact.target.name == "libfuzzer_sys" {
+                        let manifest = artifact.manifest_path.as_std_path();
+                        foreign_libfuzzer |= self
+                            .stand_in
+                            .as_ref()
+                            .is_none_or(|(dir, _)| !manifest.starts_with(dir));
+                    }
+                    let is_bin = artifact.target.kind.contains(&TargetKind::Bin);
+                    if let Some(path) = artifact.executable.filter(|_| is_bin) {
+                        built.push(Built {
+                            name: artifact.target.name.clone(),
+                            path: path.into_std_path_buf(),
+                        });
+                    }
+                }
+                Ok(Message::CompilerMessage(message)) => {
+                    if let Some(rendered) = &message.message.rendered {
+                        eprint!("{rendered}");
+                    }
+                }
+                _ => {}
+            }
+        }
+        let status = child
+            .wait()
+            .map_err(|e| BuildError::tool("cargo build", e.to_string()))?;
+        if !status.success() {
+            return Err(BuildError::tool(
+                format!("building {}", self.manifest.display()),
+                format!("cargo exited with {status} (its messages are above)"),
+            ));
+        }
+        Ok((built, foreign_libfuzzer))
+    }
+}
+
+/// The stand-in for `dependency` and the `--config` value that patches it in.
+fn stand_in_patch(glue: &Glue, dependency: &LibfuzzerSys) -> Result<(PathBuf, String), BuildError> {
+    let Some(dir) = glue.stand_in_for(&dependency.requirement)? else {
+        return Err(BuildError::Project(format!(
+            "libfuzzer-sys = \"{}\" pins a version the stand-in cannot take; ask for a release \
+             line instead (e.g. \"0.4\")",
+            dependency.requirement
+        )));
+    };
+    let patch = format!(
+        "patch.{}.libfuzzer-sys.path={:?}",
+        dependency.patch_table,
+        dir.display().to_string()
+    );
+    Ok((dir, patch))
+}
+
 /// Builds the fuzz crate whose manifest is `manifest` and returns its fuzz binaries.
 pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, BuildError> {
     if !manifest.is_file() {
@@ -222,174 +435,12 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
     let manifest = &manifest
         .canonicalize()
         .map_err(|e| BuildError::io("resolve", manifest, e))?;
-    let dir = manifest.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let glue = Glue::ensure()?;
-    let runtime = Runtime::ensure()?;
-    let facts = crate_facts(manifest)?;
-    let target_dir = options.target_dir.clone().unwrap_or_else(|| {
-        facts
-            .target_directory
-            .join("labelfuzz")
-            .join(variant(options))
-    });
-    let toolchain =
-        match options.sanitizer {
-            Sanitizer::Address if !nightly_available(&dir) => return Err(BuildError::Project(
-                "--sanitizer address needs a nightly toolchain (rustup toolchain install nightly)"
-                    .into(),
-            )),
-            Sanitizer::Address => Some("nightly"),
-            Sanitizer::None => None,
-        };
-    let host = host_triple(&dir, toolchain)?;
-
-    let mut stand_in = None;
-    let patch = match &facts.libfuzzer_sys {
-        None => None,
-        Some(dependency) => {
-            let Some(dir) = glue.stand_in_for(&dependency.requirement)? else {
-                return Err(BuildError::Project(format!(
-                    "libfuzzer-sys = \"{}\" pins a version the stand-in cannot take; ask for a \
-                     release line instead (e.g. \"0.4\")",
-                    dependency.requirement
-                )));
-            };
-            let patch = format!(
-                "patch.{}.libfuzzer-sys.path={:?}",
-                dependency.patch_table,
-                dir.display().to_string()
-            );
-            stand_in = Some(dir);
-            Some(patch)
-        }
-    };
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let base = |command: &mut Command| {
-        command
-            .current_dir(&dir)
-            .arg("--manifest-path")
-            .arg(manifest);
-        if let Some(patch) = &patch {
-            command.args(["--config", patch]);
-        }
-        if let Some(toolchain) = toolchain {
-            command.env("RUSTUP_TOOLCHAIN", toolchain);
-        }
-    };
-
-    // The project's lock file may pin crates.io's libfuzzer-sys, which would keep the patch out
-    // of the graph: re-resolve that one package, and put the file back byte for byte after.
-    let lock_path = facts.workspace_root.join("Cargo.lock");
-    let _guard = LockGuard::take(&lock_path, &target_dir.join("Cargo.lock.saved"))?;
-    if patch.is_some() && LockGuard::mentions(&lock_path, "libfuzzer-sys") {
-        // The locked package may come from a registry or a git repository the stand-in replaces.
-        let mut update = Command::new(&cargo);
-        update.args(["update", "-q", "-p", "libfuzzer-sys"]);
-        base(&mut update);
-        crate::error::run(
-            &mut update,
-            "resolving the libfuzzer-sys stand-in (cargo update)",
-        )?;
-    }
-
-    let mut command = Command::new(&cargo);
-    command.args([
-        "build",
-        "--message-format=json-render-diagnostics",
-        "--target",
-        &host,
-    ]);
-    base(&mut command);
-    command.arg("--target-dir").arg(&target_dir);
-    if options.release {
-        command.arg("--release");
-    }
-    if options.bins.is_empty() {
-        command.arg("--bins");
-    }
-    for bin in &options.bins {
-        command.args(["--bin", bin]);
-    }
-    if !options.features.is_empty() {
-        command.args(["--features", &options.features.join(",")]);
-    }
-    if options.all_features {
-        command.arg("--all-features");
-    }
-    if options.no_default_features {
-        command.arg("--no-default-features");
-    }
-    let mut rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
-    // Cargo does not fingerprint the wrapper: a cfg naming the sources' version does, so a new
-    // instrumentation rule rebuilds every crate once.
-    rustflags.push_str(&format!(
-        " --cfg labelfuzz_build_{}",
-        crate::sources::KEY.replace(['.', '-'], "_")
-    ));
-    if options.sanitizer == Sanitizer::Address {
-        rustflags.push_str(" -Zsanitizer=address");
-    }
-    command
-        .env("RUSTFLAGS", rustflags.trim())
-        .env("RUSTC_WRAPPER", &glue.wrapper)
-        .env("LABELFUZZ_RUNTIME", &runtime.dir)
-        .env(
-            "LABELFUZZ_MODE",
-            match options.mode {
-                Mode::Fuzz => "sancov",
-                Mode::Coverage => "coverage",
-            },
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    match &options.instrument {
-        Some(list) => command.env("LABELFUZZ_INSTRUMENT", list),
-        None => command.env_remove("LABELFUZZ_INSTRUMENT"),
-    };
-    command
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR");
-    let mut child = command
-        .spawn()
-        .map_err(|e| BuildError::tool("cargo build", format!("cannot start cargo: {e}")))?;
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut built = Vec::new();
-    let mut foreign_libfuzzer = false;
-    for message in Message::parse_stream(stdout) {
-        match message {
-            Ok(Message::CompilerArtifact(artifact)) => {
-                if artifact.target.name == "libfuzzer_sys" {
-                    foreign_libfuzzer |= stand_in
-                        .as_ref()
-                        .is_none_or(|dir| !artifact.manifest_path.as_std_path().starts_with(dir));
-                }
-                if let Some(path) = artifact
-                    .executable
-                    .filter(|_| artifact.target.kind.contains(&TargetKind::Bin))
-                {
-                    built.push(Built {
-                        name: artifact.target.name.clone(),
-                        path: path.into_std_path_buf(),
-                    });
-                }
-            }
-            Ok(Message::CompilerMessage(message)) => {
-                if let Some(rendered) = &message.message.rendered {
-                    eprint!("{rendered}");
-                }
-            }
-            _ => {}
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| BuildError::tool("cargo build", e.to_string()))?;
-    if !status.success() {
-        return Err(BuildError::tool(
-            format!("building {}", manifest.display()),
-            format!("cargo exited with {status} (its messages are above)"),
-        ));
-    }
+    let plan = Plan::new(manifest, options)?;
+    // The patched build may rewrite the project's lock file: it is put back byte for byte.
+    let lock_path = plan.facts.workspace_root.join("Cargo.lock");
+    let _guard = LockGuard::take(&lock_path, &plan.target_dir.join("Cargo.lock.saved"))?;
+    plan.resolve_stand_in(&lock_path)?;
+    let (built, foreign_libfuzzer) = plan.run(plan.build_command())?;
     if foreign_libfuzzer {
         // Never hand back a libFuzzer binary as if it were ours.
         return Err(BuildError::Project(
