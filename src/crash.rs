@@ -108,6 +108,21 @@ extern "C" fn exit_guard() {
     }
 }
 
+/// Whether a panic's stack is wanted: only libFuzzer-shaped reports show it, and walking it
+/// costs every crashing execution a stack walk (shrinking runs thousands of them).
+static PANIC_STACKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks for panics' stacks to be recorded (before the run starts: fuzzing processes inherit it).
+pub fn keep_panic_stacks() {
+    PANIC_STACKS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether panics' stacks are recorded (see [`keep_panic_stacks`]).
+#[must_use]
+pub fn panic_stacks_kept() -> bool {
+    PANIC_STACKS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Records the panic of the running target: its `file:line:col` and message (first line kept).
 ///
 /// Our hook calls it; so does the runtime's C ABI for a Rust fuzz crate, which has its own copy

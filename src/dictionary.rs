@@ -83,15 +83,24 @@ pub fn format_dictionary<'a>(tokens: impl IntoIterator<Item = &'a [u8]>) -> Stri
     let mut text = String::new();
     for token in tokens {
         text.push('"');
-        for &byte in token {
-            match byte {
-                b'"' => text.push_str("\\\""),
-                b'\\' => text.push_str("\\\\"),
-                b' '..=b'~' => text.push(char::from(byte)),
-                _ => text.push_str(&format!("\\x{byte:02x}")),
-            }
-        }
+        text.push_str(&escape_bytes(token));
         text.push_str("\"\n");
+    }
+    text
+}
+
+/// `bytes` as libFuzzer writes them in dictionaries and crash reports: printable ASCII as it
+/// is, `"` and `\` escaped with a backslash, every other byte as `\xNN`.
+#[must_use]
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    for &byte in bytes {
+        match byte {
+            b'"' => text.push_str("\\\""),
+            b'\\' => text.push_str("\\\\"),
+            b' '..=b'~' => text.push(char::from(byte)),
+            _ => text.push_str(&format!("\\x{byte:02x}")),
+        }
     }
     text
 }

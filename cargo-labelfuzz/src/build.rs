@@ -36,17 +36,12 @@ fn library_options(
         no_default_features: options.no_default_features,
         release: !options.dev,
         sanitizer: options.sanitizer.parse()?,
-        target_dir: Some(
+        // Each build variant gets its own directory under it (the library names them).
+        target_root: Some(
             options
                 .target_dir
                 .clone()
-                .unwrap_or_else(|| project.work_dir())
-                .join(match (mode, options.dev) {
-                    (Mode::Fuzz, false) => "fuzz",
-                    (Mode::Fuzz, true) => "fuzz-dev",
-                    (Mode::Coverage, _) => "coverage",
-                })
-                .join(&options.sanitizer),
+                .unwrap_or_else(|| project.work_dir()),
         ),
     })
 }

@@ -90,7 +90,8 @@ pub struct BuildOptions {
     /// crates (accepted for cargo-fuzz's command lines).
     #[arg(long, short = 'a')]
     debug_assertions: bool,
-    /// Cargo's target directory for the fuzz build (default `fuzz/target/labelfuzz`).
+    /// Where the fuzz builds go, one cargo target directory for each kind of build under it
+    /// (default `fuzz/target/labelfuzz`).
     #[arg(long, value_name = "DIR")]
     target_dir: Option<PathBuf>,
     /// Not supported (the runtime is built once with the shipped standard library); refused

@@ -35,7 +35,9 @@ pub extern "C" fn libafl_main() {
         if unsafe { libafl_targets::libfuzzer_test_one_input(data) } == -1 {
             labelfuzz::reject_input();
         }
-        if TARGET_PANICKED.swap(false, Ordering::Relaxed) {
+        // A load first: no read-modify-write on the executions that did not panic.
+        if TARGET_PANICKED.load(Ordering::Relaxed) {
+            TARGET_PANICKED.store(false, Ordering::Relaxed);
             // The panic was recorded already; unwinding to the engine's `catch_unwind` ends the
             // execution as a crash without a restart, as a panic raised here would.
             std::panic::resume_unwind(Box::new("panic reported by the target"));
@@ -74,7 +76,11 @@ pub unsafe extern "C" fn labelfuzz_rt_panicked(
         format!("{file}:{line}:{column}")
     };
     // Up to 64 frames: the panic machinery's, then the target's (a report shows the latter).
-    let stack = labelfuzz::signals::current_stack(64);
+    let stack = if labelfuzz::crash::panic_stacks_kept() {
+        labelfuzz::signals::current_stack(64)
+    } else {
+        Vec::new()
+    };
     labelfuzz::crash::record_panic_with_stack(location, text(message, message_len), stack);
     TARGET_PANICKED.store(true, Ordering::Relaxed);
 }

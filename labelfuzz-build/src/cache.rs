@@ -55,6 +55,34 @@ impl Lock {
     }
 }
 
+/// Writes `contents` to `path`, creating its directory.
+pub fn write_file(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
+    }
+    std::fs::write(path, contents).map_err(|e| BuildError::io("write", path, e))
+}
+
+/// Runs `build` once for `dir`: unless `dir/complete` says an earlier call finished, it runs
+/// under the cache-wide lock `lock_name` (two builds on one machine wait for each other, and
+/// the second finds the first's work), then marks `dir` complete.
+pub fn build_once(
+    dir: &Path,
+    lock_name: &str,
+    build: impl FnOnce() -> Result<(), BuildError>,
+) -> Result<(), BuildError> {
+    let marker = dir.join("complete");
+    if marker.is_file() {
+        return Ok(());
+    }
+    let _lock = Lock::take(&root()?.join(lock_name))?;
+    if marker.is_file() {
+        return Ok(());
+    }
+    build()?;
+    write_atomically(&marker, b"")
+}
+
 /// Writes `contents` to `path` through a temporary file and a rename, so that a reader never
 /// sees half a file and a killed build leaves none.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), BuildError> {

@@ -3,7 +3,7 @@
 //! stand-in, with the project's files left as they were.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use cargo_metadata::{Message, MetadataCommand, TargetKind};
 
@@ -66,9 +66,11 @@ pub struct BuildOptions {
     pub release: bool,
     /// The sanitizer.
     pub sanitizer: Sanitizer,
-    /// Cargo's target directory (default: `labelfuzz/<build>` inside the crate's own target
-    /// directory, where the project's ignore rules already cover it).
-    pub target_dir: Option<PathBuf>,
+    /// The directory under which each build variant (fuzz or coverage build, sanitizer,
+    /// profile, instrument list) gets its own cargo target directory (default: `labelfuzz/`
+    /// inside the crate's own target directory, where the project's ignore rules already cover
+    /// it).
+    pub target_root: Option<PathBuf>,
 }
 
 impl Default for BuildOptions {
@@ -82,7 +84,7 @@ impl Default for BuildOptions {
             no_default_features: false,
             release: true,
             sanitizer: Sanitizer::None,
-            target_dir: None,
+            target_root: None,
         }
     }
 }
@@ -233,12 +235,11 @@ impl<'a> Plan<'a> {
         let glue = Glue::ensure()?;
         let runtime = Runtime::ensure()?;
         let facts = crate_facts(manifest)?;
-        let target_dir = options.target_dir.clone().unwrap_or_else(|| {
-            facts
-                .target_directory
-                .join("labelfuzz")
-                .join(variant(options))
-        });
+        let target_dir = options
+            .target_root
+            .clone()
+            .unwrap_or_else(|| facts.target_directory.join("labelfuzz"))
+            .join(variant(options));
         let toolchain = match options.sanitizer {
             Sanitizer::Address if !nightly_available(&dir) => {
                 return Err(BuildError::Project(
@@ -360,43 +361,28 @@ impl<'a> Plan<'a> {
 
     /// Runs `command`, passing cargo's diagnostics on; the binaries built, and whether a
     /// libfuzzer-sys other than the stand-in was compiled.
-    fn run(&self, mut command: Command) -> Result<(Vec<Built>, bool), BuildError> {
-        command.stdout(Stdio::piped()).stderr(Stdio::inherit());
-        let mut child = command
-            .spawn()
-            .map_err(|e| BuildError::tool("cargo build", format!("cannot start cargo: {e}")))?;
-        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    fn run(&self, command: Command) -> Result<(Vec<Built>, bool), BuildError> {
         let mut built = Vec::new();
         let mut foreign_libfuzzer = false;
-        for message in Message::parse_stream(stdout) {
-            match message {
-                Ok(Message::CompilerArtifact(artifact)) => {
-                    if artifact.target.name == "libfuzzer_sys" {
-                        let manifest = artifact.manifest_path.as_std_path();
-                        foreign_libfuzzer |= self
-                            .stand_in
-                            .as_ref()
-                            .is_none_or(|(dir, _)| !manifest.starts_with(dir));
-                    }
-                    let is_bin = artifact.target.kind.contains(&TargetKind::Bin);
-                    if let Some(path) = artifact.executable.filter(|_| is_bin) {
-                        built.push(Built {
-                            name: artifact.target.name.clone(),
-                            path: path.into_std_path_buf(),
-                        });
-                    }
+        let status = crate::cargo_messages::stream(command, "cargo build", |message| {
+            if let Message::CompilerArtifact(artifact) = message {
+                if artifact.target.name == "libfuzzer_sys" {
+                    let manifest = artifact.manifest_path.as_std_path();
+                    foreign_libfuzzer |= self
+                        .stand_in
+                        .as_ref()
+                        .is_none_or(|(dir, _)| !manifest.starts_with(dir));
                 }
-                Ok(Message::CompilerMessage(message)) => {
-                    if let Some(rendered) = &message.message.rendered {
-                        eprint!("{rendered}");
-                    }
+                let is_bin = artifact.target.kind.contains(&TargetKind::Bin);
+                if let Some(path) = artifact.executable.as_ref().filter(|_| is_bin) {
+                    built.push(Built {
+                        name: artifact.target.name.clone(),
+                        path: path.clone().into_std_path_buf(),
+                    });
                 }
-                _ => {}
             }
-        }
-        let status = child
-            .wait()
-            .map_err(|e| BuildError::tool("cargo build", e.to_string()))?;
+            false
+        })?;
         if !status.success() {
             return Err(BuildError::tool(
                 format!("building {}", self.manifest.display()),

@@ -54,17 +54,11 @@ impl Glue {
             labelfuzz_sys: dir.join("labelfuzz-sys"),
             wrapper: dir.join("bin/labelfuzz-rustc"),
         };
-        if dir.join("complete").is_file() {
-            return Ok(glue);
-        }
-        let _lock = cache::Lock::take(&cache::root()?.join("glue.lock"))?;
-        if dir.join("complete").is_file() {
-            return Ok(glue);
-        }
-        sources::write_glue_sources(&glue.labelfuzz_sys)?;
-        write_stand_in(&glue.stand_in, "0.4.99")?;
-        compile_wrapper(&dir, &glue.wrapper)?;
-        cache::write_atomically(&dir.join("complete"), b"")?;
+        cache::build_once(&dir, "glue.lock", || {
+            sources::write_glue_sources(&glue.labelfuzz_sys)?;
+            write_stand_in(&glue.stand_in, "0.4.99")?;
+            compile_wrapper(&dir, &glue.wrapper)
+        })?;
         Ok(glue)
     }
 }
@@ -102,37 +96,24 @@ pub fn stand_in_version(requirement: &semver::VersionReq) -> Option<String> {
         // `*` (a git dependency without a version, for one): today's release line.
         return Some("0.4.99".into());
     };
-    let candidates = if line.major == 0 {
-        let minor = line.minor.unwrap_or(4);
-        vec![semver::Version::new(0, minor, 99)]
+    let version = if line.major == 0 {
+        semver::Version::new(0, line.minor.unwrap_or(4), 99)
     } else {
-        vec![semver::Version::new(line.major, 99, 0)]
+        semver::Version::new(line.major, 99, 0)
     };
-    candidates
-        .into_iter()
-        .find(|v| requirement.matches(v))
-        .map(|v| v.to_string())
+    requirement.matches(&version).then(|| version.to_string())
 }
 
 fn write_stand_in(dir: &Path, version: &str) -> Result<(), BuildError> {
-    write(
-        &dir.join("Cargo.toml"),
-        &STAND_IN_MANIFEST.replace("VERSION", version),
-    )?;
-    write(&dir.join("src/lib.rs"), STAND_IN_LIB)
-}
-
-fn write(path: &Path, text: &str) -> Result<(), BuildError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
-    }
-    std::fs::write(path, text).map_err(|e| BuildError::io("write", path, e))
+    let manifest = STAND_IN_MANIFEST.replace("VERSION", version);
+    cache::write_file(&dir.join("Cargo.toml"), manifest.as_bytes())?;
+    cache::write_file(&dir.join("src/lib.rs"), STAND_IN_LIB.as_bytes())
 }
 
 /// Compiles the wrapper (one std-only file) with the default toolchain.
 fn compile_wrapper(dir: &Path, output: &Path) -> Result<(), BuildError> {
     let source = dir.join("wrapper/labelfuzz_rustc.rs");
-    write(&source, include_str!("wrapper.rs"))?;
+    cache::write_file(&source, include_bytes!("wrapper.rs"))?;
     if let Some(parent) = output.parent() {
         std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
     }

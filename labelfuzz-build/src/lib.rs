@@ -10,6 +10,7 @@
 //! - [`fuzz`]: one build of a fuzz crate; [`lockfile`]: the project's lock file kept as it was.
 
 pub mod cache;
+pub mod cargo_messages;
 pub mod error;
 pub mod fuzz;
 pub mod glue;

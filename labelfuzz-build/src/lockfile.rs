@@ -19,7 +19,7 @@ impl LockGuard {
     /// Remembers `path` as it is now (first undoing a killed build's change, from `saved`).
     pub fn take(path: &Path, saved: &Path) -> Result<Self, BuildError> {
         if let Ok(bytes) = std::fs::read(saved) {
-            restore(path, Some(&decode(&bytes)))?;
+            restore(path, decode(&bytes).as_deref())?;
         }
         let original = match std::fs::read(path) {
             Ok(bytes) => Some(bytes),
@@ -63,25 +63,25 @@ fn decode(saved: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-fn restore(path: &Path, original: Option<&Option<Vec<u8>>>) -> Result<(), BuildError> {
+/// Puts `path` back as `original` had it: those bytes (written only if they differ), or no file.
+fn restore(path: &Path, original: Option<&[u8]>) -> Result<(), BuildError> {
     match original {
-        Some(Some(bytes)) if std::fs::read(path).ok().as_deref() != Some(bytes.as_slice()) => {
-            std::fs::write(path, bytes).map_err(|e| BuildError::io("restore", path, e))?;
+        Some(bytes) if std::fs::read(path).ok().as_deref() != Some(bytes) => {
+            std::fs::write(path, bytes).map_err(|e| BuildError::io("restore", path, e))
         }
-        Some(None) => match std::fs::remove_file(path) {
+        Some(_) => Ok(()),
+        None => match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(BuildError::io("remove", path, e))
+                Err(BuildError::io("remove", path, e))
             }
-            _ => {}
+            _ => Ok(()),
         },
-        Some(Some(_)) | None => {}
     }
-    Ok(())
 }
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        match restore(&self.path, Some(&self.original)) {
+        match restore(&self.path, self.original.as_deref()) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&self.saved);
             }

@@ -8,7 +8,7 @@
 //! interceptors, `main`, `labelfuzz_rt_*`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use cargo_metadata::Message;
 use object::{Object, ObjectSymbol};
@@ -34,28 +34,22 @@ impl Runtime {
     pub fn ensure() -> Result<Self, BuildError> {
         let versioned = cache::versioned()?;
         let dir = versioned.join("runtime");
-        if dir.join("complete").is_file() {
-            return Ok(Self { dir });
-        }
-        // One target directory for every version: a new version recompiles the engine, not
-        // LibAFL. The lock covers it and this version's directory.
-        let _lock = cache::Lock::take(&cache::root()?.join("runtime.lock"))?;
-        if dir.join("complete").is_file() {
-            return Ok(Self { dir });
-        }
-        eprintln!(
-            "labelfuzz: building the labelfuzz runtime into {} (once per version; a few minutes)",
-            dir.display()
-        );
-        let source_dir = versioned.join("engine");
-        let _ = std::fs::remove_dir_all(&source_dir);
-        sources::write_runtime_sources(&source_dir)?;
-        let target_dir = cache::root()?.join("target");
-        let (archive, native_libs) = compile(&source_dir, &target_dir)?;
-        std::fs::create_dir_all(&dir).map_err(|e| BuildError::io("create", &dir, e))?;
-        localize(&archive, &dir.join(ARCHIVE))?;
-        cache::write_atomically(&dir.join(NATIVE_LIBS), native_libs.as_bytes())?;
-        cache::write_atomically(&dir.join("complete"), b"")?;
+        // One target directory for every version, under the same lock: a new version
+        // recompiles the engine, not LibAFL.
+        cache::build_once(&dir, "runtime.lock", || {
+            eprintln!(
+                "labelfuzz: building the labelfuzz runtime into {} (once per version; a few \
+                 minutes)",
+                dir.display()
+            );
+            let source_dir = versioned.join("engine");
+            let _ = std::fs::remove_dir_all(&source_dir);
+            sources::write_runtime_sources(&source_dir)?;
+            let (archive, native_libs) = compile(&source_dir, &cache::root()?.join("target"))?;
+            std::fs::create_dir_all(&dir).map_err(|e| BuildError::io("create", &dir, e))?;
+            localize(&archive, &dir.join(ARCHIVE))?;
+            cache::write_atomically(&dir.join(NATIVE_LIBS), native_libs.as_bytes())
+        })?;
         Ok(Self { dir })
     }
 }
@@ -83,51 +77,35 @@ fn compile(source_dir: &Path, target_dir: &Path) -> Result<(PathBuf, String), Bu
     command
         .current_dir(source_dir)
         .args(["rustc", "--release", "-p", "labelfuzz-harness", "--lib"])
-        .args([
-            "--crate-type",
-            "staticlib",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(["--crate-type", "staticlib"])
+        .arg("--message-format=json-render-diagnostics")
         .arg("--target-dir")
         .arg(target_dir)
-        .args(["--", "--print", "native-static-libs"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .args(["--", "--print", "native-static-libs"]);
     for name in SCRUBBED_ENV {
         command.env_remove(name);
     }
-    let mut child = command.spawn().map_err(|e| {
-        BuildError::tool("building the runtime", format!("cannot start cargo: {e}"))
-    })?;
     let mut archive = None;
     let mut native_libs = String::new();
-    let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
-    for message in Message::parse_stream(stdout) {
+    let status = crate::cargo_messages::stream(command, "building the runtime", |message| {
         match message {
-            Ok(Message::CompilerArtifact(artifact))
-                if artifact.target.name == "labelfuzz_harness" =>
-            {
-                if let Some(file) = artifact
+            Message::CompilerArtifact(artifact) if artifact.target.name == "labelfuzz_harness" => {
+                let file = artifact
                     .filenames
                     .iter()
-                    .find(|f| f.extension() == Some("a"))
-                {
-                    archive = Some(file.clone().into_std_path_buf());
-                }
+                    .find(|f| f.extension() == Some("a"));
+                archive = file.map(|f| f.clone().into_std_path_buf());
             }
-            Ok(Message::CompilerMessage(message)) => {
+            Message::CompilerMessage(message) => {
                 if let Some(libs) = message.message.message.strip_prefix("native-static-libs: ") {
                     native_libs = libs.trim().to_string();
-                } else if let Some(rendered) = &message.message.rendered {
-                    eprint!("{rendered}");
+                    return true;
                 }
             }
             _ => {}
         }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| BuildError::tool("building the runtime", e.to_string()))?;
+        false
+    })?;
     match archive {
         Some(archive) if status.success() => Ok((archive, native_libs)),
         _ => Err(BuildError::tool(

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use toml_edit::{DocumentMut, Item};
 
+use crate::cache::write_file;
 use crate::BuildError;
 
 include!(concat!(env!("OUT_DIR"), "/sources.rs"));
@@ -47,13 +48,6 @@ pub fn write_runtime_sources(dir: &Path) -> Result<(), BuildError> {
 /// Writes `labelfuzz-sys` into `dir`.
 pub fn write_glue_sources(dir: &Path) -> Result<(), BuildError> {
     write_package(GLUE, dir)
-}
-
-fn write_file(path: &Path, contents: &[u8]) -> Result<(), BuildError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
-    }
-    std::fs::write(path, contents).map_err(|e| BuildError::io("write", path, e))
 }
 
 /// Writes the files of `package` under `dir`, its manifest made standalone.

@@ -207,16 +207,7 @@ pub fn report(crash: &CrashSummary, reproducer: &Path, input: &[u8], timeout_sec
     );
     let hex: String = input.iter().map(|b| format!("0x{b:x},")).collect();
     let _ = writeln!(out, "{hex}");
-    let text: String = input
-        .iter()
-        .map(|&b| match b {
-            b'\\' => "\\\\".to_string(),
-            b'"' => "\\\"".to_string(),
-            0x20..=0x7e => char::from(b).to_string(),
-            _ => format!("\\x{b:02x}"),
-        })
-        .collect();
-    let _ = writeln!(out, "{text}");
+    let _ = writeln!(out, "{}", crate::dictionary::escape_bytes(input));
     let prefix = reproducer
         .parent()
         .map(|p| format!("{}/", p.display()))

@@ -243,22 +243,16 @@ fn print_final_stats(summary: &crate::report::Summary) {
 fn print_libfuzzer_reports(config: &Config, summary: &crate::report::Summary) {
     let mut crashes: Vec<_> = summary.crashes.iter().collect();
     crashes.sort_by_key(|c| c.first_found_execs);
+    let timeout_secs = config.timeout.as_secs_f64();
     for crash in crashes {
         let file = config.output.join(&crash.input);
-        let name = std::path::Path::new(&crash.input)
-            .file_name()
-            .map(std::path::PathBuf::from)
-            .unwrap_or_default();
         // The copy the runner asked for, where there is one: that is where it looks.
-        let written = match &config.artifacts {
-            Some(crate::output::Artifacts::Prefix(prefix)) => {
-                std::path::PathBuf::from(format!("{prefix}{}", name.display()))
-            }
-            Some(crate::output::Artifacts::ExactPath(path)) => path.clone(),
-            None => file.clone(),
-        };
+        let written = config
+            .artifacts
+            .as_ref()
+            .and_then(|a| a.path_for(std::path::Path::new(&crash.input)))
+            .unwrap_or_else(|| file.clone());
         let input = std::fs::read(&file).unwrap_or_default();
-        let timeout_secs = config.timeout.as_secs_f64();
         eprint!(
             "{}",
             super::libfuzzer_report::report(crash, &written, &input, timeout_secs)
@@ -313,6 +307,9 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
             eprintln!("labelfuzz: error: {message}");
             std::process::exit(2)
         }
+    }
+    if options.libfuzzer_report {
+        crate::crash::keep_panic_stacks();
     }
     let result = crate::launch::fuzz(&config, target);
     match result {

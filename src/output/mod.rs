@@ -72,6 +72,20 @@ pub enum Artifacts {
     ExactPath(PathBuf),
 }
 
+impl Artifacts {
+    /// Where the copy of the reproducer `relative` (e.g. `crashes/crash-…`) goes: the prefix and
+    /// its file name, or the exact path.
+    #[must_use]
+    pub fn path_for(&self, relative: &Path) -> Option<PathBuf> {
+        match self {
+            Artifacts::ExactPath(path) => Some(path.clone()),
+            Artifacts::Prefix(prefix) => relative
+                .file_name()
+                .map(|name| PathBuf::from(format!("{prefix}{}", name.to_string_lossy()))),
+        }
+    }
+}
+
 impl OutputDir {
     /// Opens (creating as needed) `root` with its `corpus/` and `crashes/` subdirectories.
     pub fn create(root: &Path) -> Result<Self, LabelfuzzError> {
@@ -216,13 +230,7 @@ impl OutputDir {
             self.write_atomic(Path::new(&name), &(rendering.0)(bytes))?;
         }
         // The copy is a courtesy: the reproducer is safe in crashes/ whatever happens to it.
-        let copy = match &self.artifacts {
-            None => None,
-            Some(Artifacts::ExactPath(path)) => Some(path.clone()),
-            Some(Artifacts::Prefix(prefix)) => relative
-                .file_name()
-                .map(|name| PathBuf::from(format!("{prefix}{}", name.to_string_lossy()))),
-        };
+        let copy = self.artifacts.as_ref().and_then(|a| a.path_for(relative));
         if let Some(path) = copy {
             if let Err(e) = fs::write(&path, bytes) {
                 crate::say!(

@@ -131,18 +131,13 @@ impl SignalSite {
 /// per crash.
 #[must_use]
 pub fn describe_frames(frames: &[usize]) -> String {
-    let base = EXE_BASE.load(Ordering::Relaxed);
     let names: Vec<String> = frames
         .iter()
         .map(|&frame| {
             // The last symbol is the real function (the ones before it were inlined into it).
-            let mut name = format!("exe+{frame:#x}");
-            backtrace::resolve((base + frame) as *mut c_void, |symbol| {
-                if let Some(n) = symbol.name() {
-                    name = format!("{n:#}");
-                }
-            });
-            name
+            frame_lines(frame)
+                .pop()
+                .map_or_else(|| format!("exe+{frame:#x}"), |line| line.function)
         })
         .collect();
     names.join(" < ")
@@ -159,38 +154,46 @@ pub struct StackLine {
     pub source: Option<String>,
 }
 
+/// The functions at `frame` (an offset in the executable), innermost inlined call first and
+/// the real function last; empty when nothing is known of it.
+fn frame_lines(frame: usize) -> Vec<StackLine> {
+    super::locate_executable();
+    let address = EXE_BASE.load(Ordering::Relaxed) + frame;
+    let mut lines = Vec::new();
+    backtrace::resolve(address as *mut c_void, |symbol| {
+        let source = match (symbol.filename(), symbol.lineno()) {
+            (Some(file), Some(line)) => Some(match symbol.colno() {
+                Some(col) => format!("{}:{line}:{col}", file.display()),
+                None => format!("{}:{line}", file.display()),
+            }),
+            _ => None,
+        };
+        lines.push(StackLine {
+            address,
+            function: symbol
+                .name()
+                .map_or_else(|| format!("exe+{frame:#x}"), |n| format!("{n:#}")),
+            source,
+        });
+    });
+    lines
+}
+
 /// The frames (offsets in the executable, innermost first) as sanitizer-style stack lines, one a
 /// function (a frame with inlined calls gives one line for each, innermost first).
 #[must_use]
 pub fn stack_lines(frames: &[usize]) -> Vec<StackLine> {
-    super::locate_executable();
-    let base = EXE_BASE.load(Ordering::Relaxed);
     let mut lines = Vec::new();
     for &frame in frames {
-        let address = base + frame;
-        let before = lines.len();
-        backtrace::resolve(address as *mut c_void, |symbol| {
-            let source = match (symbol.filename(), symbol.lineno()) {
-                (Some(file), Some(line)) => Some(match symbol.colno() {
-                    Some(col) => format!("{}:{line}:{col}", file.display()),
-                    None => format!("{}:{line}", file.display()),
-                }),
-                _ => None,
-            };
+        let resolved = frame_lines(frame);
+        if resolved.is_empty() {
             lines.push(StackLine {
-                address,
-                function: symbol
-                    .name()
-                    .map_or_else(|| format!("exe+{frame:#x}"), |n| format!("{n:#}")),
-                source,
-            });
-        });
-        if lines.len() == before {
-            lines.push(StackLine {
-                address,
+                address: EXE_BASE.load(Ordering::Relaxed) + frame,
                 function: format!("exe+{frame:#x}"),
                 source: None,
             });
+        } else {
+            lines.extend(resolved);
         }
     }
     lines

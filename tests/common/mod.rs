@@ -36,13 +36,9 @@ pub fn build_fuzzer(name: &str) -> PathBuf {
 /// Builds `fuzzers/<name>` as `mode` asks (the fuzz build, or the source-coverage build).
 pub fn build_fuzzer_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let variant = match mode {
-        labelfuzz_build::Mode::Fuzz => "target/fuzz",
-        labelfuzz_build::Mode::Coverage => "target/fuzz-coverage",
-    };
     let options = labelfuzz_build::BuildOptions {
         mode,
-        target_dir: Some(root().join(variant)),
+        target_root: Some(root().join("target/fuzz")),
         ..labelfuzz_build::BuildOptions::default()
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");

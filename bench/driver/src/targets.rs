@@ -145,7 +145,7 @@ impl Target {
 pub fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
     let options = labelfuzz_build::BuildOptions {
         instrument: instrument.map(str::to_string),
-        target_dir: Some(root().join("target/fuzz")),
+        target_root: Some(root().join("target/fuzz")),
         ..labelfuzz_build::BuildOptions::default()
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
