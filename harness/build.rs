@@ -1,5 +1,6 @@
-//! Compiles the sanitizer hooks (C, because they refer weakly to the sanitizer runtime, which
-//! only fuzzers built with `-fsanitize=address` link).
+//! Compiles the C parts: the sanitizer hooks (C, because they refer weakly to the sanitizer
+//! runtime, which only fuzzers built with `-fsanitize=address` link) and the weak default of the
+//! typed-target hook (which only Rust fuzz crates with an `Arbitrary` target define).
 
 fn main() {
     // Where the sources are, for cargo-labelfuzz's build script (DEP_LABELFUZZ_HARNESS_SOURCE).
@@ -8,7 +9,9 @@ fn main() {
         std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()
     );
     println!("cargo:rerun-if-changed=src/sanitizers.c");
+    println!("cargo:rerun-if-changed=src/typed_target.c");
     cc::Build::new()
         .file("src/sanitizers.c")
+        .file("src/typed_target.c")
         .compile("labelfuzz_sanitizer_hooks");
 }

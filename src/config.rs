@@ -66,6 +66,9 @@ pub struct Config {
     /// sees; crash reproducers are shrunk with the grammar reducer and get their sentence
     /// written beside them.
     pub grammar: Option<Arc<GrammarInputs>>,
+    /// For a typed (`Arbitrary`) Rust target: how it prints an input's decoded value, so that
+    /// crash patterns are also stated on that `Debug` form.
+    pub debug_form: Option<crate::pattern::DebugForm>,
     /// Dictionary tokens (`--dict`), for the havoc stage's token mutations.
     pub dictionary: Vec<Vec<u8>>,
     /// Where copies of crash reproducers go besides `crashes/` (libFuzzer's artifact flags).

@@ -410,10 +410,12 @@ mod tests {
                 },
             ],
             probes: 40,
+            typed: None,
         });
         let exact_c = Pattern::Bytes(BytePattern {
             parts: vec![BytePart::Exact(b'C')],
             probes: 9,
+            typed: None,
         });
         let mut same = |pattern: &Pattern, other: &CrashRecord| match pattern {
             Pattern::Bytes(p) => p.matches(&other.key),

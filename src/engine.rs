@@ -338,6 +338,7 @@ fn fuzz_until_done<EM: ClientManager>(
         PatternStage::new(
             considerer_for(&crash_handle),
             config.grammar.clone(),
+            config.debug_form,
             crate::pattern::Settings::with_budget(config.pattern_budget),
             out.clone(),
             config.quiet,

@@ -71,7 +71,7 @@ pub mod symbols;
 pub mod table;
 pub mod value_profile;
 
-pub use cli::{main_for_target, Options};
+pub use cli::{main_for_target, main_for_typed_target, Options};
 pub use config::Config;
 pub use error::LabelfuzzError;
 pub use labels::EdgesObserver;

@@ -46,6 +46,10 @@ pub struct CrashSummary {
     /// Executions the pattern cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern_executions: Option<usize>,
+    /// The pattern on the reproducer's `Debug` form, for a typed (`Arbitrary`) target
+    /// (`[Push(_), Push(_), Add]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_pattern: Option<String>,
     /// Crash labels whose patterns and this one's match each other's reproducers: the same
     /// bug.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -313,6 +317,12 @@ impl Reporter {
                         first_found_execs: r.first_found_execs,
                         pattern: r.pattern.as_ref().map(ToString::to_string),
                         pattern_executions: r.pattern.as_ref().map(crate::pattern::Pattern::probes),
+                        typed_pattern: match &r.pattern {
+                            Some(crate::pattern::Pattern::Bytes(p)) => {
+                                p.typed.as_ref().map(ToString::to_string)
+                            }
+                            _ => None,
+                        },
                         same_bug_as: r.same_bug_as.iter().map(ToString::to_string).collect(),
                         frames: r.info.frames.clone(),
                     })
@@ -442,6 +452,7 @@ mod tests {
             first_found_execs: 0,
             pattern: None,
             pattern_executions: None,
+            typed_pattern: None,
             same_bug_as: Vec::new(),
             frames: Vec::new(),
         };

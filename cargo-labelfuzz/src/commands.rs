@@ -44,8 +44,15 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
     )
 }
 
-/// The reproducer paths listed in an output directory's `summary.json`.
-fn crash_files(output: &Path) -> Vec<PathBuf> {
+/// A crash reproducer listed in an output directory's `summary.json`.
+struct CrashFile {
+    path: PathBuf,
+    /// Its pattern on the `Debug` form, for a typed target.
+    typed_pattern: Option<String>,
+}
+
+/// The reproducers listed in an output directory's `summary.json`.
+fn crash_files(output: &Path) -> Vec<CrashFile> {
     let Ok(text) = std::fs::read_to_string(output.join("summary.json")) else {
         return Vec::new();
     };
@@ -56,8 +63,12 @@ fn crash_files(output: &Path) -> Vec<PathBuf> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|crash| crash["input"].as_str())
-        .map(|input| output.join(input))
+        .filter_map(|crash| {
+            Some(CrashFile {
+                path: output.join(crash["input"].as_str()?),
+                typed_pattern: crash["typed_pattern"].as_str().map(str::to_owned),
+            })
+        })
         .collect()
 }
 
@@ -129,11 +140,14 @@ pub fn run(
         .map_err(|e| Error::io("run", &exe, &e))?;
     if own_output {
         for file in crash_files(&state) {
-            if let Some(text) = debug_form(&exe, &file)? {
+            if let Some(text) = debug_form(&exe, &file.path)? {
                 println!(
                     "\nReproducer {}\nOutput of `std::fmt::Debug`:\n\n{text}",
-                    file.display()
+                    file.path.display()
                 );
+                if let Some(pattern) = file.typed_pattern {
+                    println!("Pattern (`_`: any value fails alike, `..`: more may follow):\n\n{pattern}\n");
+                }
             }
         }
     }
@@ -159,7 +173,7 @@ pub fn tmin(args: &TargetArgs, file: &Path) -> Result<ExitCode, Error> {
     let reduced = crash_files(&scratch.0);
     let Some(smallest) = reduced
         .iter()
-        .filter_map(|path| Some((std::fs::read(path).ok()?, path)))
+        .filter_map(|file| Some((std::fs::read(&file.path).ok()?, &file.path)))
         .min_by(|a, b| (a.0.len(), &a.0).cmp(&(b.0.len(), &b.0)))
     else {
         eprintln!(

@@ -103,6 +103,29 @@ fn every_cargo_fuzz_target_form_finds_its_planted_bug() {
     let stdout = String::from_utf8_lossy(&ops.stdout);
     assert!(stdout.contains("Output of `std::fmt::Debug`"), "{stdout}");
     assert!(stdout.contains("Add"), "{stdout}");
+    // Its pattern, on the Debug form: the overflow needs a `Push` of a large value and a `Push`
+    // of any other before `Add`, so one of the two values is free and anything may follow.
+    let summary: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("fuzz/target/labelfuzz/state/ops/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let typed = summary["crashes"][0]["typed_pattern"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no typed pattern: {summary}"));
+    let elements: Vec<&str> = typed
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("not a list: {typed}"))
+        .split(", ")
+        .collect();
+    assert_eq!(elements.len(), 4, "{typed}");
+    assert!(
+        elements[..2].iter().all(|e| e.starts_with("Push(")),
+        "{typed}"
+    );
+    assert!(elements[..2].contains(&"Push(_)"), "{typed}");
+    assert_eq!(elements[2..], ["Add", ".."], "{typed}");
+    assert!(stdout.contains(&format!("\n{typed}\n")), "{stdout}");
 
     // `init: { ... }`: the bug exists only in the mode the initializer turns on.
     let strict = run_target(&dir, "strict_header");

@@ -29,7 +29,7 @@ pub extern "C" fn libafl_main() {
     unsafe {
         libafl_targets::libfuzzer_initialize(&args);
     }
-    labelfuzz::main_for_target(|data: &[u8]| {
+    let target = |data: &[u8]| {
         // SAFETY: the harness reads `data.len()` bytes from a live slice. libFuzzer's other
         // return value, -1, asks that the input never enter the corpus.
         if unsafe { libafl_targets::libfuzzer_test_one_input(data) } == -1 {
@@ -42,7 +42,52 @@ pub extern "C" fn libafl_main() {
             // execution as a crash without a restart, as a panic raised here would.
             std::panic::resume_unwind(Box::new("panic reported by the target"));
         }
-    })
+    };
+    if debug_form_of(&[]).is_some() {
+        labelfuzz::main_for_typed_target(target, |data| debug_form_of(data)?)
+    } else {
+        labelfuzz::main_for_target(target)
+    }
+}
+
+extern "C" {
+    // Defined by a typed Rust target's crate (labelfuzz-sys); weakly here (`typed_target.c`).
+    fn labelfuzz_sys_debug_form(
+        data: *const u8,
+        size: usize,
+        sink: unsafe extern "C" fn(context: *mut std::ffi::c_void, text: *const u8, len: usize),
+        context: *mut std::ffi::c_void,
+    ) -> i32;
+}
+
+/// Receives a `Debug` form into the `Option<String>` at `context`.
+unsafe extern "C" fn receive_debug_form(
+    context: *mut std::ffi::c_void,
+    text: *const u8,
+    len: usize,
+) {
+    // SAFETY: `debug_form_of` passes its `Option<String>` as the context, and the target
+    // `len` readable bytes at `text`.
+    unsafe {
+        let form = &mut *context.cast::<Option<String>>();
+        *form = Some(String::from_utf8_lossy(std::slice::from_raw_parts(text, len)).into_owned());
+    }
+}
+
+/// The typed target's `Debug` form of `data`: `None` when the target is not typed,
+/// `Some(None)` when `data` does not decode.
+fn debug_form_of(data: &[u8]) -> Option<Option<String>> {
+    let mut form: Option<String> = None;
+    // SAFETY: `data` is a live slice; the sink writes only into `form`, which outlives the call.
+    let answer = unsafe {
+        labelfuzz_sys_debug_form(
+            data.as_ptr(),
+            data.len(),
+            receive_debug_form,
+            std::ptr::addr_of_mut!(form).cast(),
+        )
+    };
+    (answer != -1).then_some(form)
 }
 
 /// Called by a Rust fuzz crate that caught a panic in its target: `file`/`message` are UTF-8

@@ -133,8 +133,17 @@ fn install_panic_reporter() {
 pub enum TargetFn {
     /// `|data: &[u8]| { … }`.
     Bytes(fn(&[u8])),
-    /// `|data: &[u8]| -> Corpus { … }`, and typed targets (decoding rejects what does not fit).
+    /// `|data: &[u8]| -> Corpus { … }`.
     WithVerdict(fn(&[u8]) -> Corpus),
+    /// `|value: T| …` for an `Arbitrary` type `T`: `run` decodes and runs (rejecting what does not
+    /// decode), `debug_form` decodes and prints the value with `{:?}` (`None` if it does not
+    /// decode), which the runtime uses to state crash patterns on the value.
+    Typed {
+        /// Decodes the input and runs the target on it.
+        run: fn(&[u8]) -> Corpus,
+        /// Decodes the input and prints it.
+        debug_form: fn(&[u8]) -> Option<String>,
+    },
 }
 
 #[cfg(not(test))]
@@ -163,6 +172,41 @@ pub unsafe extern "C" fn LLVMFuzzerTestOneInput(data: *const u8, size: usize) ->
     run_target(target, bytes)
 }
 
+/// The runtime's question to a typed target: the `Debug` form of the value `data` decodes to,
+/// handed to `sink` with `context`. Returns 1 when it was, 0 when the input does not decode (or
+/// printing it panicked), -1 when the target is not typed. (The runtime carries a weak default
+/// returning -1 for every other executable.)
+///
+/// # Safety
+/// `data` must point to `size` readable bytes (or `size` be 0); `sink` must accept `context`.
+#[cfg(not(test))]
+#[no_mangle]
+pub unsafe extern "C" fn labelfuzz_sys_debug_form(
+    data: *const u8,
+    size: usize,
+    sink: unsafe extern "C" fn(context: *mut std::ffi::c_void, text: *const u8, len: usize),
+    context: *mut std::ffi::c_void,
+) -> i32 {
+    // SAFETY: `fuzz_target!` defines the static with this type.
+    let TargetFn::Typed { debug_form, .. } = (unsafe { &__LABELFUZZ_SYS_TARGET }) else {
+        return -1;
+    };
+    let bytes = if size == 0 || data.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the runtime passes a live buffer of `size` bytes.
+        unsafe { std::slice::from_raw_parts(data, size) }
+    };
+    match panic::catch_unwind(|| debug_form(bytes)) {
+        Ok(Some(text)) => {
+            // SAFETY: the runtime's sink reads `text.len()` bytes while `text` lives.
+            unsafe { sink(context, text.as_ptr(), text.len()) };
+            1
+        }
+        _ => 0,
+    }
+}
+
 /// Runs `target` on `bytes` with the target's panics reported to the runtime.
 #[cfg_attr(test, allow(dead_code))]
 fn run_target(target: &TargetFn, bytes: &[u8]) -> i32 {
@@ -173,7 +217,7 @@ fn run_target(target: &TargetFn, bytes: &[u8]) -> i32 {
             run(bytes);
             Corpus::Keep
         }
-        TargetFn::WithVerdict(run) => run(bytes),
+        TargetFn::WithVerdict(run) | TargetFn::Typed { run, .. } => run(bytes),
     }));
     IN_TARGET.with(|flag| flag.set(false));
     match outcome {
@@ -245,16 +289,31 @@ macro_rules! fuzz_target {
 
         #[no_mangle]
         #[doc(hidden)]
-        pub static __LABELFUZZ_SYS_TARGET: $crate::TargetFn =
-            $crate::TargetFn::WithVerdict(__labelfuzz_sys_typed);
+        pub static __LABELFUZZ_SYS_TARGET: $crate::TargetFn = $crate::TargetFn::Typed {
+            run: __labelfuzz_sys_typed,
+            debug_form: __labelfuzz_sys_debug_form,
+        };
+
+        /// The input as the target sees it (`Err` when it does not decode, or is too short for
+        /// the type: rejected at once rather than explored byte by byte).
+        fn __labelfuzz_sys_decode(
+            bytes: &[u8],
+        ) -> ::std::result::Result<$dty, $crate::arbitrary::Error> {
+            use $crate::arbitrary::{Arbitrary, Unstructured};
+            if bytes.len() < <$dty as Arbitrary>::size_hint(0).0 {
+                return Err($crate::arbitrary::Error::NotEnoughData);
+            }
+            <$dty as Arbitrary>::arbitrary_take_rest(Unstructured::new(bytes))
+        }
+
+        fn __labelfuzz_sys_debug_form(bytes: &[u8]) -> ::std::option::Option<String> {
+            __labelfuzz_sys_decode(bytes)
+                .ok()
+                .map(|input| format!("{input:?}"))
+        }
 
         fn __labelfuzz_sys_typed(bytes: &[u8]) -> $crate::Corpus {
-            use $crate::arbitrary::{Arbitrary, Unstructured};
-            // Too short for the type: rejected at once rather than explored byte by byte.
-            if bytes.len() < <$dty as Arbitrary>::size_hint(0).0 {
-                return $crate::Corpus::Reject;
-            }
-            let input = <$dty as Arbitrary>::arbitrary_take_rest(Unstructured::new(bytes));
+            let input = __labelfuzz_sys_decode(bytes);
             if let Some(path) = $crate::rust_libfuzzer_debug_path() {
                 let text = match &input {
                     Ok(input) => format!("{input:#?}"),

@@ -239,6 +239,7 @@ mod tests {
             first_found_execs: execs,
             pattern: None,
             pattern_executions: None,
+            typed_pattern: None,
             same_bug_as: Vec::new(),
             frames: Vec::new(),
         }

@@ -224,7 +224,7 @@ fn positive_usize(text: &str) -> Result<usize, String> {
 }
 
 pub use libfuzzer::{translate_libfuzzer_flags, Translated};
-pub use run::main_for_target;
+pub use run::{main_for_target, main_for_typed_target};
 
 impl Options {
     /// Parses a full argument list (program name first), accepting libFuzzer spellings.
@@ -327,6 +327,7 @@ impl Options {
             remote_broker: self.remote_broker.clone(),
             quiet: self.quiet,
             grammar: None,
+            debug_form: None,
             dictionary: Vec::new(),
             artifacts: match (&self.exact_artifact_path, &self.artifact_prefix) {
                 (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),

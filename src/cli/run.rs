@@ -224,7 +224,16 @@ fn report_command(args: &[std::ffi::OsString]) -> i32 {
 /// The `main` of every fuzzer binary: parses the command line, fuzzes `target`, and exits with
 /// 0 (no crash), 1 (crash found) or 2 (error).
 pub fn main_for_target<F: FnMut(&[u8])>(mut target: F) -> ! {
-    run_main(&mut target)
+    run_main(&mut target, None)
+}
+
+/// [`main_for_target`] for a target that decodes its input into a typed value and can print it
+/// (`debug_form`): crash patterns are then also stated on that `Debug` form.
+pub fn main_for_typed_target<F: FnMut(&[u8])>(
+    mut target: F,
+    debug_form: crate::pattern::DebugForm,
+) -> ! {
+    run_main(&mut target, Some(debug_form))
 }
 
 /// libFuzzer's final `stat::` lines, for scripts that parse them.
@@ -261,7 +270,7 @@ fn print_libfuzzer_reports(config: &Config, summary: &crate::report::Summary) {
 }
 
 /// The non-generic body of [`main_for_target`] (kept out of the instrumented target crate).
-fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
+fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::DebugForm>) -> ! {
     // Libraries that capture a backtrace per error would run orders of magnitude slower.
     std::env::set_var("RUST_BACKTRACE", "0");
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -276,6 +285,7 @@ fn run_main(target: &mut dyn FnMut(&[u8])) -> ! {
         Err(e) => e.exit(),
     };
     let mut config = options.config();
+    config.debug_form = debug_form;
     if let Some(path) = &options.grammar {
         match specialised_grammar(&options, path) {
             Ok(grammar) => {

@@ -152,7 +152,15 @@ fn crash_table(out: &Path, summary: &Summary, fuzzer: Option<&Path>) -> String {
                 escape(pattern),
                 crash.pattern_executions.unwrap_or(0)
             )
-        });
+        }) + &crash
+            .typed_pattern
+            .as_ref()
+            .map_or_else(String::new, |typed| {
+                format!(
+                    "<div>as the target reads it: <code class=\"pattern\">{}</code></div>",
+                    escape(typed)
+                )
+            });
         let twins = if crash.same_bug_as.is_empty() {
             String::new()
         } else {

@@ -78,6 +78,9 @@ pub struct BytePattern {
     pub parts: Vec<BytePart>,
     /// Executions spent finding it.
     pub probes: usize,
+    /// The same pattern on the `Debug` form of a typed target's input, when there is one.
+    #[serde(default)]
+    pub typed: Option<super::TypedPattern>,
 }
 
 impl BytePattern {
@@ -191,6 +194,7 @@ pub fn generalize_bytes(
                     return BytePattern {
                         parts,
                         probes: oracle.spent,
+                        typed: None,
                     }
                 }
             }
@@ -252,6 +256,7 @@ pub fn generalize_bytes(
     BytePattern {
         parts,
         probes: oracle.spent,
+        typed: None,
     }
 }
 

@@ -12,11 +12,13 @@
 
 pub mod bytes;
 pub mod grammar;
+pub mod typed;
 
 use serde::{Deserialize, Serialize};
 
 pub use bytes::{generalize_bytes, ByteClass, BytePart, BytePattern};
 pub use grammar::{generalize_grammar, GrammarPattern, Layer, PatternTree};
+pub use typed::{generalize_typed, DebugForm, TypedPattern};
 
 /// How much a generalization may cost and how sure it must be.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -20,7 +20,10 @@ use crate::crashes::{CrashRecord, CrashTable, LastCrash};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::output::OutputDir;
-use crate::pattern::{generalize_bytes, generalize_grammar, Pattern, Settings};
+use crate::pattern::{
+    generalize_bytes, generalize_grammar, generalize_typed, DebugForm, Pattern, Settings,
+    TypedPattern,
+};
 use crate::shrink::Verdict;
 
 /// The verdicts of the generalization under way.
@@ -39,6 +42,7 @@ impl_serdeany!(PatternWork);
 pub struct PatternStage {
     considerer: Considerer,
     grammar: Option<Arc<GrammarInputs>>,
+    debug_form: Option<DebugForm>,
     settings: Settings,
     out: OutputDir,
     quiet: bool,
@@ -46,11 +50,13 @@ pub struct PatternStage {
 
 impl PatternStage {
     /// A stage running variants with `considerer`, in grammar mode over `grammar`, with
-    /// `settings` (a budget of 0 turns it off), writing pattern files under `out`.
+    /// `settings` (a budget of 0 turns it off), writing pattern files under `out`. With
+    /// `debug_form` (a typed target), byte patterns are also stated on the `Debug` form.
     #[must_use]
     pub fn new(
         considerer: Considerer,
         grammar: Option<Arc<GrammarInputs>>,
+        debug_form: Option<DebugForm>,
         settings: Settings,
         out: OutputDir,
         quiet: bool,
@@ -58,6 +64,7 @@ impl PatternStage {
         PatternStage {
             considerer,
             grammar,
+            debug_form,
             settings,
             out,
             quiet,
@@ -131,7 +138,7 @@ impl PatternStage {
         let mut asked = 0;
         let mut failure = None;
         let considerer = &mut self.considerer;
-        let mut test = |variant: &[u8]| -> Verdict {
+        let mut run_variant = |variant: &[u8]| -> Verdict {
             asked += 1;
             let known = run
                 .state
@@ -160,6 +167,16 @@ impl PatternStage {
             }
             Verdict::from(shown)
         };
+        // For a typed pattern: every variant run, with whether it still showed the label.
+        let mut variants: Vec<(Vec<u8>, bool)> = Vec::new();
+        let keep_variants = self.debug_form.is_some();
+        let mut test = |variant: &[u8]| -> Verdict {
+            let verdict = run_variant(variant);
+            if keep_variants && verdict != Verdict::Stop {
+                variants.push((variant.to_vec(), verdict == Verdict::Accepted));
+            }
+            verdict
+        };
         let pattern = match self.grammar.as_deref() {
             Some(grammar) => {
                 let choices: Vec<u32> = reproducer.iter().map(|&b| u32::from(b)).collect();
@@ -175,7 +192,16 @@ impl PatternStage {
         if let Some(e) = failure {
             return Err(e);
         }
-        Ok((!run.state.stop_requested()).then_some(pattern))
+        if run.state.stop_requested() {
+            return Ok(None);
+        }
+        Ok(Some(match (pattern, self.debug_form) {
+            (Pattern::Bytes(mut bytes), Some(debug_form)) => {
+                bytes.typed = typed_pattern(debug_form, reproducer, &variants, &self.settings);
+                Pattern::Bytes(bytes)
+            }
+            (pattern, _) => pattern,
+        }))
     }
 
     /// Records `pattern` as `label`'s: in the crash table, beside the reproducer, on stderr.
@@ -206,6 +232,7 @@ impl PatternStage {
         let file = Path::new(&file);
         let text = serde_json::to_vec_pretty(&PatternFile {
             pattern: pattern.to_string(),
+            typed: typed_text(&pattern),
             crash: format!("{} {}", record.info.kind, record.info.location),
             same_bug_as: twins.clone(),
             details: &pattern,
@@ -253,8 +280,40 @@ impl PatternStage {
                 },
                 holes,
             );
+            if let Some(typed) = typed_text(&pattern) {
+                crate::say!("labelfuzz:   as the target reads it (Debug): {typed}");
+            }
         }
         Ok(())
+    }
+}
+
+/// The pattern of a typed target's `reproducer` on its `Debug` form, from the byte
+/// generalization's `variants` (`None` when the reproducer does not decode or its form does not
+/// read as a `Debug` form).
+fn typed_pattern(
+    debug_form: DebugForm,
+    reproducer: &[u8],
+    variants: &[(Vec<u8>, bool)],
+    settings: &Settings,
+) -> Option<TypedPattern> {
+    let form = debug_form(reproducer)?;
+    let forms: Vec<(String, bool)> = variants
+        .iter()
+        .filter_map(|(variant, shown)| Some((debug_form(variant)?, *shown)))
+        .collect();
+    generalize_typed(
+        &form,
+        forms.iter().map(|(text, shown)| (text.as_str(), *shown)),
+        settings,
+    )
+}
+
+/// A byte pattern's typed form, as text.
+fn typed_text(pattern: &Pattern) -> Option<String> {
+    match pattern {
+        Pattern::Bytes(bytes) => bytes.typed.as_ref().map(ToString::to_string),
+        Pattern::Grammar(_) => None,
     }
 }
 
@@ -263,6 +322,9 @@ impl PatternStage {
 struct PatternFile<'p> {
     /// The pattern, as text.
     pattern: String,
+    /// The pattern on the `Debug` form of a typed target's input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    typed: Option<String>,
     /// The crash's kind and site.
     crash: String,
     /// Crash labels that are the same bug.
