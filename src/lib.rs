@@ -48,12 +48,16 @@ pub mod grammar;
 pub mod guards;
 pub mod html_report;
 pub mod interrupt;
-pub mod labels;
 pub mod launch;
+/// The labels of an execution (from `labelfuzz-core`).
+pub use labelfuzz_core::labels;
+/// The shortlex order (from `labelfuzz-core`).
+pub use labelfuzz_core::order;
+/// The shrinker and its passes (from `labelfuzz-core`).
+pub use labelfuzz_core::shrink;
 pub mod learned_tokens;
 pub mod memory;
 pub mod mutators;
-pub mod order;
 pub mod output;
 pub mod pattern;
 pub mod process;
@@ -62,7 +66,6 @@ pub mod reject;
 pub mod report;
 pub mod scheduler;
 pub mod seen;
-pub mod shrink;
 pub mod signals;
 pub mod specialise;
 pub mod stages;
@@ -74,7 +77,7 @@ pub mod value_profile;
 pub use cli::{main_for_target, main_for_typed_target, Options};
 pub use config::Config;
 pub use error::LabelfuzzError;
-pub use labels::EdgesObserver;
+pub use feedback::EdgesObserver;
 pub use labels::Label;
 pub use launch::{fuzz, Outcome};
 pub use order::{is_simpler, shortlex, Simplicity};

@@ -8,7 +8,8 @@ use std::process::{Command, Output};
 
 use common::{assert_git_clean, checked, project, repo};
 
-const PACKAGES: [&str; 5] = [
+const PACKAGES: [&str; 6] = [
+    "labelfuzz-core",
     "labelfuzz",
     "labelfuzz-harness",
     "labelfuzz-sys",

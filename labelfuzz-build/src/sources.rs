@@ -15,6 +15,8 @@ include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 
 /// The engine package (`labelfuzz`).
 const ENGINE: &str = "labelfuzz";
+/// The engine's own crates, which it depends on by path: each is written beside it.
+const ENGINE_CRATES: [&str; 1] = ["labelfuzz-core"];
 /// The runtime package (`labelfuzz-harness`).
 const HARNESS: &str = "labelfuzz-harness";
 /// The fuzz-target glue (`labelfuzz-sys`).
@@ -31,8 +33,11 @@ resolver = "2"
 debug = false
 "#;
 
-/// Writes the engine and the harness into `dir` as a workspace of their own.
+/// Writes the engine, its crates and the harness into `dir` as a workspace of their own.
 pub fn write_runtime_sources(dir: &Path) -> Result<(), BuildError> {
+    for package in ENGINE_CRATES {
+        write_package(package, &dir.join(package))?;
+    }
     write_package(ENGINE, &dir.join(ENGINE))?;
     write_package(HARNESS, &dir.join(HARNESS))?;
     write_file(&dir.join("Cargo.toml"), RUNTIME_WORKSPACE.as_bytes())?;
@@ -73,8 +78,8 @@ fn write_package(package: &str, dir: &Path) -> Result<(), BuildError> {
 }
 
 /// `manifest` with what only the labelfuzz workspace has removed: `[workspace]`, profiles,
-/// dev-dependencies and targets other than the library; the harness's engine dependency points
-/// at `../labelfuzz`.
+/// dev-dependencies and targets other than the library; path dependencies on the engine and its
+/// crates point at the directories beside it (`../labelfuzz`, `../labelfuzz-core`).
 fn standalone_manifest(package: &str, manifest: &str) -> Result<String, BuildError> {
     let mut doc: DocumentMut = manifest
         .parse()
@@ -95,10 +100,27 @@ fn standalone_manifest(package: &str, manifest: &str) -> Result<String, BuildErr
             package_table.insert(auto, toml_edit::value(false));
         }
     }
-    if package == HARNESS {
-        let mut engine = toml_edit::InlineTable::new();
-        engine.insert("path", format!("../{ENGINE}").into());
-        doc["dependencies"][ENGINE] = toml_edit::value(engine);
+    if let Some(dependencies) = doc
+        .get_mut("dependencies")
+        .and_then(Item::as_table_like_mut)
+    {
+        for name in ENGINE_CRATES.iter().chain([&ENGINE]) {
+            let Some(dependency) = dependencies.get_mut(name) else {
+                continue;
+            };
+            let path = toml_edit::value(format!("../{name}"));
+            match dependency.as_table_like_mut() {
+                Some(table) => {
+                    table.insert("path", path);
+                }
+                // `name = "0.1.0"`: a path alone.
+                None => {
+                    let mut table = toml_edit::InlineTable::new();
+                    table.insert("path", format!("../{name}").into());
+                    *dependency = toml_edit::value(table);
+                }
+            }
+        }
     }
     Ok(doc.to_string())
 }
@@ -109,7 +131,7 @@ mod tests {
 
     #[test]
     fn the_engine_and_the_harness_travel_with_their_manifests() {
-        for package in [ENGINE, HARNESS, GLUE] {
+        for package in ENGINE_CRATES.into_iter().chain([ENGINE, HARNESS, GLUE]) {
             assert!(
                 SOURCES
                     .iter()
@@ -154,5 +176,24 @@ path = "tests/t.rs"
         );
         assert_eq!(doc["dependencies"]["cc"].as_str(), Some("1"));
         assert_eq!(doc["package"]["autotests"].as_bool(), Some(false));
+
+        // As `cargo package` writes the engine's: the crates by version, no paths.
+        let packaged_form = r#"[package]
+name = "labelfuzz"
+version = "0.1.0"
+
+[dependencies.labelfuzz-core]
+version = "0.1.0"
+
+[dependencies.serde]
+version = "1"
+"#;
+        let out = standalone_manifest(ENGINE, packaged_form).unwrap();
+        let doc: DocumentMut = out.parse().unwrap();
+        assert_eq!(
+            doc["dependencies"]["labelfuzz-core"]["path"].as_str(),
+            Some("../labelfuzz-core")
+        );
+        assert!(doc["dependencies"]["serde"].get("path").is_none());
     }
 }

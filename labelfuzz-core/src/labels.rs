@@ -75,12 +75,6 @@ impl std::fmt::Display for CrashKind {
     }
 }
 
-/// The SanitizerCoverage edge map of raw hit counts. The AFL bucket of each hit edge is worked
-/// out while its labels are collected ([`collect_edge_labels`]): LibAFL's hit-count observer
-/// rewrites the whole map after every execution, which on a large target (SQLite's 60 000
-/// edges) cost a fifth of the fuzzer's time for the few hundred edges a run hits.
-pub type EdgesObserver = libafl::observers::StdMapObserver<'static, u8, false>;
-
 /// Set on crash labels, clear on edge labels.
 const CRASH_BIT: u64 = 1 << 63;
 /// Set on comparison labels (`-use_value_profile=1`).

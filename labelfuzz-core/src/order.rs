@@ -8,8 +8,6 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use libafl::inputs::BytesInput;
-
 /// Compares two sequences (simplicity keys, or grammar choice sequences) in shortlex order
 /// (`Less` means `a` is simpler).
 #[must_use]
@@ -38,15 +36,11 @@ pub trait Simplicity {
     }
 }
 
-impl Simplicity for BytesInput {
+/// Byte inputs (`Vec<u8>`, and LibAFL's `BytesInput`, which is a `ValueInput<Vec<u8>>`): the key
+/// is the bytes.
+impl<T: AsRef<Vec<u8>>> Simplicity for T {
     fn simplicity_key(&self) -> Cow<'_, [u8]> {
         Cow::Borrowed(self.as_ref())
-    }
-}
-
-impl Simplicity for Vec<u8> {
-    fn simplicity_key(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self)
     }
 }
 
@@ -87,9 +81,9 @@ mod tests {
     }
 
     #[test]
-    fn bytes_input_key_is_its_bytes() {
-        let a = BytesInput::new(b"ab".to_vec());
-        let b = BytesInput::new(b"b".to_vec());
+    fn a_byte_input_key_is_its_bytes() {
+        let a = b"ab".to_vec();
+        let b = b"b".to_vec();
         assert!(b.is_simpler_than(&a));
         assert_eq!(&*a.simplicity_key(), b"ab");
     }

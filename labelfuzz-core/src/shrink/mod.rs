@@ -7,7 +7,7 @@
 //! survives whatever it is), so lowering passes follow, as in Hypothesis' shrinker.
 //!
 //! The shrinker is generic over the sequence's elements: bytes of an input, or the choices of a
-//! grammar input, whose reducer ([`crate::grammar::reduce()`]) runs the same passes with a judge
+//! grammar input, whose reducer (`labelfuzz::grammar::reduce`) runs the same passes with a judge
 //! that normalizes each candidate to the choices the generator actually used.
 
 mod passes;
