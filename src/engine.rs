@@ -32,11 +32,11 @@ use crate::mutators::DynMutator;
 use crate::output::OutputDir;
 use crate::report::{Client, Records, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
-use crate::seen::{KilledInputs, SeenFilter};
+use crate::seen::{filter_for_fuzzing_process, KilledInputs};
 use crate::stages::{
     CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, PatternStage, ReportStage,
 };
-use crate::table::LabelTable;
+use crate::table::CorpusTable;
 
 /// Havoc stacks at most 2^this mutations per mutant.
 const HAVOC_STACK_POW: usize = 3;
@@ -179,12 +179,11 @@ fn fuzz_until_done<EM: ClientManager>(
     state.set_max_size(config.max_len);
     // Set once per run (a restarted process keeps the restored one).
     state.metadata_or_insert_with(|| start.series);
-    let mut seen = SeenFilter::for_fuzzing_process();
-    if let Ok(killed) = state.metadata::<KilledInputs>() {
-        for hash in killed.hashes() {
-            seen.pin(hash);
-        }
-    }
+    let seen = filter_for_fuzzing_process(
+        state
+            .metadata::<KilledInputs>()
+            .unwrap_or(&KilledInputs::default()),
+    );
     let mut fuzzer = StdFuzzer::builder()
         .input_filter(seen)
         .scheduler(LabelScheduler::new())
@@ -306,7 +305,7 @@ fn fuzz_until_done<EM: ClientManager>(
     // do (its crash is saved); a rejected one is expanded until some input shows a label.
     let no_labels = |state: &State| {
         state
-            .metadata::<LabelTable>()
+            .metadata::<CorpusTable>()
             .map_or(true, |t| t.label_count() == 0)
     };
     if no_labels(&state) && !config.replay && !config.reduce {

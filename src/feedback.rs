@@ -24,7 +24,7 @@ use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
 use crate::output::OutputDir;
 use crate::seen::{input_hash, KilledInputs};
-use crate::table::LabelTable;
+use crate::table::CorpusTable;
 
 /// The SanitizerCoverage edge map of raw hit counts. The AFL bucket of each hit edge is worked
 /// out while its labels are collected ([`collect_edge_labels`]): LibAFL's hit-count observer
@@ -54,7 +54,7 @@ macro_rules! feedback_with_table {
     };
 }
 
-feedback_with_table!(LabelFeedback, "labels", LabelTable);
+feedback_with_table!(LabelFeedback, "labels", CorpusTable);
 feedback_with_table!(CrashLabelFeedback, "crash-labels", CrashTable);
 
 /// The labels an input showed when it entered the corpus (testcase metadata).
@@ -107,7 +107,7 @@ where
             .ok_or_else(|| Error::key_not_found("the edges observer is missing"))?;
         collect_edge_labels(edges.to_slice(), &mut self.labels);
         crate::value_profile::collect_labels(&mut self.labels);
-        let table = state.metadata::<LabelTable>()?;
+        let table = state.metadata::<CorpusTable>()?;
         Ok(table.improves(&input.simplicity_key(), &self.labels))
     }
 

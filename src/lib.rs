@@ -83,7 +83,7 @@ pub use launch::{fuzz, Outcome};
 pub use order::{is_simpler, shortlex, Simplicity};
 pub use reject::reject_input;
 pub use report::Summary;
-pub use table::LabelTable;
+pub use table::CorpusTable;
 
 /// Version of labelfuzz and of the toolchain that built it (see `build.rs`).
 pub const BUILD_INFO: &str = concat!(

@@ -10,7 +10,7 @@ use crate::crashes::CrashTable;
 use crate::error::LabelfuzzError;
 use crate::learned_tokens::LearnedTokens;
 use crate::output::OutputDir;
-use crate::table::LabelTable;
+use crate::table::CorpusTable;
 
 /// Size of the corpus (the best-per-label inputs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,7 +289,7 @@ impl Reporter {
             .saturating_sub(*state.start_time())
             .as_secs_f64();
         let executions = *state.executions();
-        let (labels, edges, corpus) = state.metadata::<LabelTable>().map_or_else(
+        let (labels, edges, corpus) = state.metadata::<CorpusTable>().map_or_else(
             |_| (0, 0, CorpusSize::default()),
             |t| {
                 (
@@ -391,7 +391,7 @@ impl Reporter {
     ) -> Result<Summary, LabelfuzzError> {
         let own = Self::summarize(state);
         if self.client.is_first() && self.records.corpus {
-            if let Ok(table) = state.metadata::<LabelTable>() {
+            if let Ok(table) = state.metadata::<CorpusTable>() {
                 self.out
                     .sync_corpus(table.entries().map(|e| e.key.as_slice()))?;
                 self.out

@@ -14,7 +14,7 @@ use libafl_bolts::rands::Rand;
 
 use crate::feedback::InputLabels;
 use crate::order::Simplicity;
-use crate::table::LabelTable;
+use crate::table::CorpusTable;
 
 /// Chooses a label at random and returns the corpus id of its best input.
 #[derive(Debug, Default, Clone)]
@@ -51,7 +51,7 @@ where
                 .ok_or_else(|| Error::empty("a testcase was added without its input"))?;
             (input.simplicity_key().into_owned(), labels)
         };
-        let table = state.metadata_mut::<LabelTable>()?;
+        let table = state.metadata_mut::<CorpusTable>()?;
         let recorded = table.record(&key, id, &labels);
         if recorded.improved.is_empty() {
             // Possible when two identical inputs race in (e.g. from another client): drop it.
@@ -62,15 +62,18 @@ where
     }
 
     fn next(&mut self, state: &mut S) -> Result<CorpusId, Error> {
-        for id in state.metadata_mut::<LabelTable>()?.take_pending_evictions() {
+        for id in state
+            .metadata_mut::<CorpusTable>()?
+            .take_pending_evictions()
+        {
             // Already gone is fine: the same id may have been evicted twice over restarts.
             let _ = state.corpus_mut().remove(id);
         }
-        let table = state.metadata::<LabelTable>()?;
+        let table = state.metadata::<CorpusTable>()?;
         let count = NonZeroUsize::new(table.label_count())
             .ok_or_else(|| Error::empty("no label has been seen yet"))?;
         let pick = state.rand_mut().below(count);
-        let table = state.metadata::<LabelTable>()?;
+        let table = state.metadata::<CorpusTable>()?;
         let label = table.labels()[pick];
         let id = table
             .best(label)

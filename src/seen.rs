@@ -1,237 +1,17 @@
-//! The "already run" filter: a blocked bloom filter over the inputs executed recently.
-//!
-//! The loop revisits the same best inputs and proposes the same expansions and shrink candidates
-//! over and over; skipping those that already ran is what keeps it fast. A classic bloom filter
-//! sized for millions of inputs touches a dozen random cache lines per query, which costs more
-//! than running a fast target, so this one puts all of an input's bits in one 64-byte block:
-//! one hash (xxh3), one cache line.
-//!
-//! A bloom filter that is never emptied fills up: a fast target proposes about a million inputs
-//! a second, and after a few minutes nearly every fresh candidate would be wrongly taken as run.
-//! So the filter has two *generations* that share each block: the first half of every 64-byte
-//! block belongs to one, the second half to the other. New inputs go into the current
-//! generation; a query looks at both halves (still one cache line). When the current generation
-//! holds its design load, the older one is cleared and becomes current. The filter thus always
-//! remembers at least the last design-load inputs, and its false-positive rate stays below 1%
-//! however long the run, at fixed memory. An input found only in the older generation is copied
-//! into the current one, so what the loop keeps proposing is never forgotten.
+//! The "already run" filter of a fuzzing process: `labelfuzz-core`'s [`SeenFilter`] in memory
+//! shared across the restarts of a supervisor's fuzzing processes, preloaded with the inputs
+//! that ended earlier processes, and put in front of LibAFL's evaluation as its input filter.
 
+use std::collections::BTreeSet;
+
+use labelfuzz_core::seen::{words_for, SeenFilter, DEFAULT_MEMORY};
 use libafl::fuzzer::InputFilter;
 use libafl::inputs::HasTargetBytes;
 use libafl::Error;
-use std::collections::BTreeSet;
-
-use libafl_bolts::{hash_std, impl_serdeany};
+use libafl_bolts::impl_serdeany;
 use serde::{Deserialize, Serialize};
 
-/// Bits set per input inside its half block.
-const PROBES: u32 = 8;
-/// 64-byte blocks: eight `u64` words, four per generation.
-const WORDS_PER_BLOCK: usize = 8;
-/// Words of one generation's half of a block (256 bits).
-const WORDS_PER_HALF: usize = WORDS_PER_BLOCK / 2;
-/// Bits of the filter per input a generation holds at its design load: with 8 probes in a
-/// 256-bit half block, a full generation answers about 0.25% of fresh inputs wrongly, so both
-/// together stay under 0.5%.
-const BITS_PER_INPUT: usize = 14;
-
-/// A blocked bloom filter of executed inputs, in two generations.
-#[derive(Debug)]
-pub struct SeenFilter {
-    /// A header block (the generation counters), then the filter's blocks.
-    memory: Memory,
-    block_mask: usize,
-    /// Inputs a generation takes before the older one is cleared.
-    design_load: u64,
-    /// Hashes that must never be forgotten (inputs that killed the process).
-    pinned: Vec<u64>,
-}
-
-/// Where the filter's words live.
-#[derive(Debug)]
-enum Memory {
-    /// This process's own.
-    Owned(Box<[u64]>),
-    /// Shared with the supervisor and every process it restarts (see [`share_across_restarts`]).
-    Shared(&'static mut [u64]),
-}
-
-// The header block's words.
-/// Which half of each block the current generation uses (0 or 1).
-const CURRENT: usize = 0;
-/// Inputs in the current generation.
-const CURRENT_LOAD: usize = 1;
-/// Generations cleared so far.
-const ROTATIONS: usize = 2;
-/// Distinct inputs inserted over the whole run.
-const INSERTED: usize = 3;
-
-impl Clone for SeenFilter {
-    /// A copy in this process's own memory.
-    fn clone(&self) -> Self {
-        SeenFilter {
-            memory: Memory::Owned(self.words().into()),
-            block_mask: self.block_mask,
-            design_load: self.design_load,
-            pinned: self.pinned.clone(),
-        }
-    }
-}
-
-/// The number of 64-byte blocks in about `bytes` (a power of two, at least one).
-fn blocks_in(bytes: usize) -> usize {
-    let blocks = (bytes / 64).max(1);
-    if blocks.is_power_of_two() {
-        blocks
-    } else {
-        blocks.next_power_of_two() / 2
-    }
-}
-
-impl SeenFilter {
-    /// A filter using about `bytes` of memory (rounded down to a power of two, at least 64).
-    #[must_use]
-    pub fn with_memory(bytes: usize) -> Self {
-        let words = (blocks_in(bytes) + 1) * WORDS_PER_BLOCK;
-        Self::in_memory(Memory::Owned(vec![0; words].into_boxed_slice()))
-    }
-
-    fn in_memory(memory: Memory) -> Self {
-        let mut filter = SeenFilter {
-            memory,
-            block_mask: 0,
-            design_load: 1,
-            pinned: Vec::new(),
-        };
-        let blocks = filter.words().len() / WORDS_PER_BLOCK - 1;
-        let bits_per_generation = blocks * WORDS_PER_HALF * 64;
-        filter.block_mask = blocks - 1;
-        filter.design_load = (bits_per_generation / BITS_PER_INPUT).max(1) as u64;
-        filter
-    }
-
-    /// The filter for a fuzzing process: in the memory its supervisor shares with every
-    /// process it restarts when [`share_across_restarts`] ran there (what the previous
-    /// processes ran is then remembered), otherwise the default size of its own.
-    #[must_use]
-    pub fn for_fuzzing_process() -> Self {
-        match take_shared() {
-            Some(words) => Self::in_memory(Memory::Shared(words)),
-            None => Self::default(),
-        }
-    }
-
-    fn words(&self) -> &[u64] {
-        match &self.memory {
-            Memory::Owned(words) => words,
-            Memory::Shared(words) => words,
-        }
-    }
-
-    fn words_mut(&mut self) -> &mut [u64] {
-        match &mut self.memory {
-            Memory::Owned(words) => words,
-            Memory::Shared(words) => words,
-        }
-    }
-
-    /// Marks `bytes` as seen; true when it (probably) was already.
-    pub fn check_and_insert(&mut self, bytes: &[u8]) -> bool {
-        self.check_and_insert_hash(hash_std(bytes))
-    }
-
-    /// [`SeenFilter::check_and_insert`] for an input known by its [`input_hash`].
-    pub fn check_and_insert_hash(&mut self, hash: u64) -> bool {
-        let block = (((hash >> 32) as usize & self.block_mask) + 1) * WORDS_PER_BLOCK;
-        let design_load = self.design_load;
-        let all = self.words_mut();
-        let current_half = all[CURRENT] as usize;
-        let words = &mut all[block..block + WORDS_PER_BLOCK];
-        let (low, high) = words.split_at_mut(WORDS_PER_HALF);
-        let (current, older) = if current_half == 0 {
-            (low, &*high)
-        } else {
-            (high, &*low)
-        };
-        // The probes' bit positions come from a remix of the hash, eight bits each, so they do
-        // not depend on the bits that chose the block.
-        let probes = mix(hash);
-        let (mut in_current, mut in_older) = (true, true);
-        for i in 0..PROBES {
-            let bit = (probes >> (8 * i)) as u32 & 255;
-            let (word, mask) = ((bit >> 6) as usize, 1u64 << (bit & 63));
-            in_current &= current[word] & mask != 0;
-            in_older &= older[word] & mask != 0;
-            current[word] |= mask;
-        }
-        if !in_current {
-            all[CURRENT_LOAD] += 1;
-            if !in_older {
-                all[INSERTED] += 1;
-            }
-            if all[CURRENT_LOAD] >= design_load {
-                self.rotate();
-            }
-        }
-        in_current || in_older
-    }
-
-    /// Clears the older generation and makes it the current one; pinned inputs go into it.
-    fn rotate(&mut self) {
-        let all = self.words_mut();
-        all[CURRENT] ^= 1;
-        let offset = all[CURRENT] as usize * WORDS_PER_HALF;
-        for block in all[WORDS_PER_BLOCK..].chunks_exact_mut(WORDS_PER_BLOCK) {
-            block[offset..offset + WORDS_PER_HALF].fill(0);
-        }
-        all[CURRENT_LOAD] = 0;
-        all[ROTATIONS] += 1;
-        for hash in std::mem::take(&mut self.pinned) {
-            self.pin(hash);
-        }
-    }
-
-    /// Marks an input as seen for the whole run: it survives every generation change.
-    pub fn pin(&mut self, hash: u64) {
-        self.check_and_insert_hash(hash);
-        self.pinned.push(hash);
-    }
-
-    /// The number of distinct inputs inserted (approximately: false positives are not counted,
-    /// and an input forgotten by a generation change and run again counts twice).
-    #[must_use]
-    pub fn inserted(&self) -> u64 {
-        self.words()[INSERTED]
-    }
-
-    /// How many inputs a generation holds before the older one is cleared: the filter
-    /// remembers at least this many of the most recent inputs.
-    #[must_use]
-    pub fn design_load(&self) -> u64 {
-        self.design_load
-    }
-
-    /// How many times a generation was cleared.
-    #[must_use]
-    pub fn rotations(&self) -> u64 {
-        self.words()[ROTATIONS]
-    }
-
-    /// Inputs in the current generation.
-    #[cfg(test)]
-    fn current_load(&self) -> u64 {
-        self.words()[CURRENT_LOAD]
-    }
-
-    /// The memory used by the filter's blocks, in bytes.
-    #[must_use]
-    pub fn memory(&self) -> usize {
-        (self.words().len() - WORDS_PER_BLOCK) * 8
-    }
-}
-
-/// The default filter size.
-const DEFAULT_MEMORY: usize = 16 << 20;
+pub use labelfuzz_core::seen::input_hash;
 
 /// The shared filter memory of this process tree, once mapped.
 static SHARED: std::sync::Mutex<Option<SharedWords>> = std::sync::Mutex::new(None);
@@ -259,7 +39,7 @@ pub fn share_across_restarts() -> std::io::Result<()> {
     if shared.is_some() {
         return Ok(());
     }
-    let len = (blocks_in(DEFAULT_MEMORY) + 1) * WORDS_PER_BLOCK;
+    let len = words_for(DEFAULT_MEMORY);
     // SAFETY: a fresh anonymous mapping, never unmapped; zero-filled by the kernel.
     let pointer = unsafe {
         libc::mmap(
@@ -297,18 +77,34 @@ fn take_shared() -> Option<&'static mut [u64]> {
     Some(unsafe { std::slice::from_raw_parts_mut(region.words, region.len) })
 }
 
-/// A 64-bit finalizer (splitmix64's): every output bit depends on every input bit.
-fn mix(hash: u64) -> u64 {
-    let mut z = hash ^ 0x9e37_79b9_7f4a_7c15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The filter of a fuzzing process, with every input of `killed` pinned: in the memory its
+/// supervisor shares with every process it restarts when [`share_across_restarts`] ran there
+/// (what the previous processes ran is then remembered), otherwise the default size of its own.
+#[must_use]
+pub fn filter_for_fuzzing_process(killed: &KilledInputs) -> RunFilter {
+    let mut seen = match take_shared() {
+        Some(words) => SeenFilter::in_shared_words(words),
+        None => SeenFilter::default(),
+    };
+    for hash in killed.hashes() {
+        seen.pin(hash);
+    }
+    RunFilter(seen)
 }
 
-/// The hash the filter uses for an input's bytes.
-#[must_use]
-pub fn input_hash(bytes: &[u8]) -> u64 {
-    hash_std(bytes)
+/// LibAFL's input filter over the seen filter: an input already run is not run again.
+#[derive(Debug)]
+pub struct RunFilter(pub SeenFilter);
+
+impl<EM, I: HasTargetBytes, S> InputFilter<EM, I, S> for RunFilter {
+    fn should_execute(
+        &mut self,
+        input: &I,
+        _state: &mut S,
+        _manager: &mut EM,
+    ) -> Result<bool, Error> {
+        Ok(!self.0.check_and_insert(&input.target_bytes()))
+    }
 }
 
 /// Inputs that ended the process (a signal or a timeout), by [`input_hash`].
@@ -341,117 +137,15 @@ impl KilledInputs {
     }
 }
 
-impl Default for SeenFilter {
-    /// 16 MiB: each generation holds about 4.8 million inputs.
-    fn default() -> Self {
-        SeenFilter::with_memory(DEFAULT_MEMORY)
-    }
-}
-
-impl<EM, I: HasTargetBytes, S> InputFilter<EM, I, S> for SeenFilter {
-    fn should_execute(
-        &mut self,
-        input: &I,
-        _state: &mut S,
-        _manager: &mut EM,
-    ) -> Result<bool, Error> {
-        Ok(!self.check_and_insert(&input.target_bytes()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn remembers_what_it_saw() {
-        let mut seen = SeenFilter::with_memory(1 << 16);
-        assert!(!seen.check_and_insert(b"abc"));
-        assert!(seen.check_and_insert(b"abc"));
-        assert!(!seen.check_and_insert(b"abd"));
-        assert!(!seen.check_and_insert(b""));
-        assert!(seen.check_and_insert(b""));
-        assert_eq!(seen.inserted(), 3);
-    }
-
-    /// The share of `count` fresh inputs (never inserted) that `seen` takes as run.
-    fn false_positive_rate(seen: &mut SeenFilter, fresh_from: u64, count: u64) -> f64 {
-        let wrong = (fresh_from..fresh_from + count)
-            .filter(|i| seen.clone().check_and_insert(&i.to_le_bytes()))
-            .count();
-        wrong as f64 / count as f64
-    }
-
-    #[test]
-    fn false_positives_stay_rare_at_design_load() {
-        let mut seen = SeenFilter::with_memory(1 << 16);
-        for i in 0..seen.design_load() - 1 {
-            seen.check_and_insert(&i.to_le_bytes());
-        }
-        assert_eq!(seen.rotations(), 0);
-        let rate = false_positive_rate(&mut seen, 1 << 40, 20_000);
-        assert!(rate < 0.005, "{rate}");
-    }
-
-    #[test]
-    fn false_positives_stay_rare_at_fifty_times_the_design_load() {
-        // A small filter fed 50 times what a generation holds, as a long run does to the real
-        // one; the rate is measured at its worst moment, just before a generation is cleared.
-        let mut seen = SeenFilter::with_memory(1 << 16);
-        let load = seen.design_load();
-        let mut next = 0u64;
-        while seen.rotations() < 49 || next < 50 * load {
-            seen.check_and_insert(&next.to_le_bytes());
-            next += 1;
-        }
-        while seen.rotations() < 51 {
-            let before = seen.rotations();
-            seen.check_and_insert(&next.to_le_bytes());
-            next += 1;
-            if seen.rotations() == before && seen.current_load() == load - 1 {
-                let rate = false_positive_rate(&mut seen, 1 << 40, 20_000);
-                assert!(rate < 0.01, "{rate} after {next} inputs");
-            }
-        }
-        assert!(next >= 50 * load);
-    }
-
-    #[test]
-    fn the_most_recent_inputs_are_always_remembered() {
-        let mut seen = SeenFilter::with_memory(1 << 12);
-        let load = seen.design_load();
-        for i in 0..10 * load {
-            seen.check_and_insert(&i.to_le_bytes());
-            if i >= load {
-                // Any of the last `load` inputs, checked without inserting.
-                let back = i - (i * 7919) % load;
-                assert!(
-                    seen.clone().check_and_insert(&back.to_le_bytes()),
-                    "{back} at {i}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn pinned_inputs_survive_every_generation() {
-        let mut seen = SeenFilter::with_memory(1 << 12);
-        seen.pin(input_hash(b"kills the process"));
-        for i in 0..20 * seen.design_load() {
-            seen.check_and_insert(&i.to_le_bytes());
-        }
-        assert!(seen.rotations() >= 19);
-        assert!(seen.check_and_insert(b"kills the process"));
-    }
-
-    #[test]
     fn killed_inputs_preload_a_new_filter() {
         let mut killed = KilledInputs::default();
         killed.insert(input_hash(b"A!"));
-        let mut seen = SeenFilter::with_memory(1 << 16);
-        for hash in killed.hashes() {
-            seen.pin(hash);
-        }
+        let mut seen = filter_for_fuzzing_process(&killed).0;
         assert!(
             seen.check_and_insert(b"A!"),
             "a killing input is never run again"
@@ -460,24 +154,12 @@ mod tests {
     }
 
     #[test]
-    fn memory_is_fixed() {
-        let seen = SeenFilter::with_memory(1000);
-        assert_eq!(seen.memory(), 512);
-        assert_eq!(SeenFilter::default().memory(), 16 << 20);
-        let mut seen = SeenFilter::with_memory(1 << 12);
-        for i in 0..100 * seen.design_load() {
-            seen.check_and_insert(&i.to_le_bytes());
-        }
-        assert_eq!(seen.memory(), 1 << 12, "generations reuse the same memory");
-    }
-
-    #[test]
     fn a_shared_filter_remembers_what_an_ended_process_ran() {
         share_across_restarts().unwrap();
         // SAFETY: a plain fork in a test; the child only uses its filter and exits.
         let child = unsafe { libc::fork() };
         if child == 0 {
-            let mut seen = SeenFilter::for_fuzzing_process();
+            let mut seen = filter_for_fuzzing_process(&KilledInputs::default()).0;
             let fresh = !seen.check_and_insert(b"run by the first process");
             // Ends like a crashed fuzzing process: no destructor, no unwinding.
             unsafe { libc::_exit(if fresh { 0 } else { 1 }) };
@@ -486,12 +168,14 @@ mod tests {
         // SAFETY: waits for the child forked above.
         unsafe { libc::waitpid(child, &raw mut status, 0) };
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-        let mut seen = SeenFilter::for_fuzzing_process();
+        let mut seen = filter_for_fuzzing_process(&KilledInputs::default()).0;
         assert_eq!(seen.memory(), DEFAULT_MEMORY);
         assert!(seen.check_and_insert(b"run by the first process"));
         assert!(!seen.check_and_insert(b"never run"));
         assert!(
-            matches!(SeenFilter::for_fuzzing_process().memory, Memory::Owned(_)),
+            !filter_for_fuzzing_process(&KilledInputs::default())
+                .0
+                .is_shared(),
             "one shared filter per process"
         );
     }

@@ -5,13 +5,18 @@
 //! - [`order`]: the one order that defines "better" (shortlex: shorter, or equally long and
 //!   lexicographically smaller);
 //! - [`shrink`]: the shrinker, a named list of small passes proposing simpler candidates to a
-//!   judge.
+//!   judge;
+//! - [`table`]: the best-per-label table, for every label the single simplest input that shows
+//!   it (an input leaves when it holds no label);
+//! - [`seen`]: the filter of inputs already run (a blocked bloom filter in two generations).
 //!
 //! The engine (the `labelfuzz` crate) runs these over LibAFL's executors, observers and stages.
 
 pub mod labels;
 pub mod order;
+pub mod seen;
 pub mod shrink;
+pub mod table;
 
 pub use labels::Label;
 pub use order::{is_simpler, shortlex, Simplicity};
