@@ -1,5 +1,5 @@
-//! Embeds the sources of the labelfuzz runtime (`labelfuzz-core`, the `labelfuzz` engine and
-//! `labelfuzz-harness`)
+//! Embeds the sources of the labelfuzz runtime (`labelfuzz-core`, `labelfuzz-grammar`, the
+//! `labelfuzz` engine and `labelfuzz-harness`)
 //! and of `labelfuzz-sys`, so that an installed tool builds the runtime with no checkout around.
 //!
 //! Each of those packages says where its sources are (`cargo:source=…` in its build script,
@@ -37,6 +37,7 @@ fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 fn main() {
     let packages = [
         ("labelfuzz-core", "DEP_LABELFUZZ_CORE_SOURCE"),
+        ("labelfuzz-grammar", "DEP_LABELFUZZ_GRAMMAR_SOURCE"),
         ("labelfuzz", "DEP_LABELFUZZ_SOURCE"),
         ("labelfuzz-harness", "DEP_LABELFUZZ_HARNESS_SOURCE"),
         ("labelfuzz-sys", "DEP_LABELFUZZ_SYS_SOURCE"),

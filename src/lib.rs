@@ -44,7 +44,6 @@ pub mod dictionary;
 pub mod engine;
 pub mod error;
 pub mod feedback;
-pub mod grammar;
 pub mod guards;
 pub mod html_report;
 pub mod interrupt;
@@ -55,11 +54,16 @@ pub use labelfuzz_core::labels;
 pub use labelfuzz_core::order;
 /// The shrinker and its passes (from `labelfuzz-core`).
 pub use labelfuzz_core::shrink;
+/// Grammars, choice sequences and the reducer (from `labelfuzz-grammar`).
+pub use labelfuzz_grammar::grammar;
+/// Failure patterns (from `labelfuzz-grammar`).
+pub use labelfuzz_grammar::pattern;
+/// Grammars specialised by patterns (from `labelfuzz-grammar`).
+pub use labelfuzz_grammar::specialise;
 pub mod learned_tokens;
 pub mod memory;
 pub mod mutators;
 pub mod output;
-pub mod pattern;
 pub mod process;
 pub mod progress;
 pub mod reject;
@@ -67,7 +71,6 @@ pub mod report;
 pub mod scheduler;
 pub mod seen;
 pub mod signals;
-pub mod specialise;
 pub mod stages;
 pub mod stats;
 pub mod symbols;

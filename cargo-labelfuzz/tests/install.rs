@@ -8,8 +8,9 @@ use std::process::{Command, Output};
 
 use common::{assert_git_clean, checked, project, repo};
 
-const PACKAGES: [&str; 6] = [
+const PACKAGES: [&str; 7] = [
     "labelfuzz-core",
+    "labelfuzz-grammar",
     "labelfuzz",
     "labelfuzz-harness",
     "labelfuzz-sys",

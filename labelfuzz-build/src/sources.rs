@@ -16,7 +16,7 @@ include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 /// The engine package (`labelfuzz`).
 const ENGINE: &str = "labelfuzz";
 /// The engine's own crates, which it depends on by path: each is written beside it.
-const ENGINE_CRATES: [&str; 1] = ["labelfuzz-core"];
+const ENGINE_CRATES: [&str; 2] = ["labelfuzz-core", "labelfuzz-grammar"];
 /// The runtime package (`labelfuzz-harness`).
 const HARNESS: &str = "labelfuzz-harness";
 /// The fuzz-target glue (`labelfuzz-sys`).
@@ -79,7 +79,7 @@ fn write_package(package: &str, dir: &Path) -> Result<(), BuildError> {
 
 /// `manifest` with what only the labelfuzz workspace has removed: `[workspace]`, profiles,
 /// dev-dependencies and targets other than the library; path dependencies on the engine and its
-/// crates point at the directories beside it (`../labelfuzz`, `../labelfuzz-core`).
+/// crates point at the directories beside it (`../labelfuzz`, `../labelfuzz-core`, …).
 fn standalone_manifest(package: &str, manifest: &str) -> Result<String, BuildError> {
     let mut doc: DocumentMut = manifest
         .parse()

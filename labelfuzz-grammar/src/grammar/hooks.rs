@@ -203,7 +203,8 @@ mod tests {
     /// that names one comes after the statement that created it (or renamed a table to it).
     #[test]
     fn the_sql_grammar_names_only_tables_it_created() {
-        let grammar = Grammar::from_json(include_str!("../../fuzzers/sql/grammar.json")).unwrap();
+        let grammar =
+            Grammar::from_json(include_str!("../../../fuzzers/sql/grammar.json")).unwrap();
         check_builtin(&grammar).unwrap();
         let inputs = GrammarInputs::new(grammar, 12).with_hooks(|| Box::new(BuiltinHooks::new()));
         let is_own_table = |word: &str| {

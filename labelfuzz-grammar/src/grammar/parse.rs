@@ -797,7 +797,7 @@ mod tests {
     use super::super::{ChoiceSequence, Generator, NoHooks};
     use super::*;
 
-    const JSON: &str = include_str!("../../fuzzers/json/grammar.json");
+    const JSON: &str = include_str!("../../../fuzzers/json/grammar.json");
 
     /// Left recursion in two nonterminals, a prefix operator and parentheses.
     const EXPRESSIONS: &str = r#"{
