@@ -71,6 +71,13 @@ pub fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&text).expect("summary.json parses")
 }
 
+/// Where cargo puts this workspace's builds: `CARGO_TARGET_DIR` when set (relative to the
+/// workspace), else `target/`.
+fn cargo_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root().join("target"), |dir| root().join(dir))
+}
+
 /// Builds `labelfuzz-cc`, `labelfuzz-cxx` and the harness (release, the shared target
 /// directory) once; returns the directory holding them.
 pub fn compiler_wrapper_dir() -> PathBuf {
@@ -86,7 +93,7 @@ pub fn compiler_wrapper_dir() -> PathBuf {
                     .args(["-p", "labelfuzz-harness"]),
                 "building the compiler wrapper",
             );
-            root().join("target/release")
+            cargo_target_dir().join("release")
         })
         .clone()
 }
