@@ -22,8 +22,9 @@ case "${NATIVE_BASELINE:-}" in
   "")
     # The wrapper and the harness: one cargo build in the shared target directory.
     (cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
-    export CC="$ROOT/target/release/labelfuzz-cc"
-    export CXX="$ROOT/target/release/labelfuzz-cxx"
+    BIN="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
+    export CC="$BIN/labelfuzz-cc"
+    export CXX="$BIN/labelfuzz-cxx"
     CONFIGURE_CC="$CC"
     INSTRUMENT=""
     FUZZER_LINK=""

@@ -19,7 +19,9 @@ script="$(cd "$(dirname "$script")" && pwd)/$(basename "$script")"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 (cd "$root" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
-export CC="$root/target/release/labelfuzz-cc" CXX="$root/target/release/labelfuzz-cxx"
+# Where cargo put them: CARGO_TARGET_DIR (relative to the checkout) when set.
+bin="$(cd "$root" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
+export CC="$bin/labelfuzz-cc" CXX="$bin/labelfuzz-cxx"
 flags="-O1 -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION"
 export CFLAGS="$flags" CXXFLAGS="$flags"
 export LIB_FUZZING_ENGINE="-fsanitize=fuzzer"
