@@ -317,12 +317,10 @@ impl Reporter {
                         first_found_execs: r.first_found_execs,
                         pattern: r.pattern.as_ref().map(ToString::to_string),
                         pattern_executions: r.pattern.as_ref().map(crate::pattern::Pattern::probes),
-                        typed_pattern: match &r.pattern {
-                            Some(crate::pattern::Pattern::Bytes(p)) => {
-                                p.typed.as_ref().map(ToString::to_string)
-                            }
-                            _ => None,
-                        },
+                        typed_pattern: r
+                            .pattern
+                            .as_ref()
+                            .and_then(|p| p.typed().map(ToString::to_string)),
                         same_bug_as: r.same_bug_as.iter().map(ToString::to_string).collect(),
                         frames: r.info.frames.clone(),
                     })

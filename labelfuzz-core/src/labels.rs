@@ -8,6 +8,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stable_hash::Fnv1a;
+
 /// The kind of a failure. Written as its name (`panic`, `stack-overflow`, ...) in crash labels,
 /// `summary.json` and saved state, so the names never change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -234,27 +236,6 @@ fn push_hit_edges(counts: &[u8], base: usize, out: &mut Vec<Label>) {
                 CLASSIFIED[usize::from(count)],
             ));
         }
-    }
-}
-
-/// FNV-1a: a tiny hash that is the same in every process and every build, which crash labels
-/// need (they are written to disk and compared across restarts and machines).
-struct Fnv1a(u64);
-
-impl Fnv1a {
-    fn new() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

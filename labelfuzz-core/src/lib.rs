@@ -8,7 +8,8 @@
 //!   judge;
 //! - [`table`]: the best-per-label table, for every label the single simplest input that shows
 //!   it (an input leaves when it holds no label);
-//! - [`seen`]: the filter of inputs already run (a blocked bloom filter in two generations).
+//! - [`seen`]: the filter of inputs already run (a blocked bloom filter in two generations);
+//! - [`stable_hash`]: FNV-1a, for what is written to disk and compared later.
 //!
 //! The engine (the `labelfuzz` crate) runs these over LibAFL's executors, observers and stages.
 
@@ -16,6 +17,7 @@ pub mod labels;
 pub mod order;
 pub mod seen;
 pub mod shrink;
+pub mod stable_hash;
 pub mod table;
 
 pub use labels::Label;

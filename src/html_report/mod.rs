@@ -146,21 +146,19 @@ fn crash_table(out: &Path, summary: &Summary, fuzzer: Option<&Path>) -> String {
                 )
             })
             .unwrap_or_default();
-        let pattern = crash.pattern.as_ref().map_or_else(String::new, |pattern| {
+        let mut pattern = crash.pattern.as_ref().map_or_else(String::new, |pattern| {
             format!(
                 "<div>pattern: <code class=\"pattern\">{}</code> ({} executions)</div>",
                 escape(pattern),
                 crash.pattern_executions.unwrap_or(0)
             )
-        }) + &crash
-            .typed_pattern
-            .as_ref()
-            .map_or_else(String::new, |typed| {
-                format!(
-                    "<div>as the target reads it: <code class=\"pattern\">{}</code></div>",
-                    escape(typed)
-                )
-            });
+        });
+        if let Some(typed) = &crash.typed_pattern {
+            pattern.push_str(&format!(
+                "<div>as the target reads it: <code class=\"pattern\">{}</code></div>",
+                escape(typed)
+            ));
+        }
         let twins = if crash.same_bug_as.is_empty() {
             String::new()
         } else {

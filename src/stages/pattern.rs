@@ -232,7 +232,7 @@ impl PatternStage {
         let file = Path::new(&file);
         let text = serde_json::to_vec_pretty(&PatternFile {
             pattern: pattern.to_string(),
-            typed: typed_text(&pattern),
+            typed: pattern.typed().map(ToString::to_string),
             crash: format!("{} {}", record.info.kind, record.info.location),
             same_bug_as: twins.clone(),
             details: &pattern,
@@ -280,7 +280,7 @@ impl PatternStage {
                 },
                 holes,
             );
-            if let Some(typed) = typed_text(&pattern) {
+            if let Some(typed) = pattern.typed() {
                 crate::say!("labelfuzz:   as the target reads it (Debug): {typed}");
             }
         }
@@ -307,14 +307,6 @@ fn typed_pattern(
         forms.iter().map(|(text, shown)| (text.as_str(), *shown)),
         settings,
     )
-}
-
-/// A byte pattern's typed form, as text.
-fn typed_text(pattern: &Pattern) -> Option<String> {
-    match pattern {
-        Pattern::Bytes(bytes) => bytes.typed.as_ref().map(ToString::to_string),
-        Pattern::Grammar(_) => None,
-    }
 }
 
 /// `<reproducer>.pattern`.

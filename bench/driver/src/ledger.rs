@@ -14,6 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use labelfuzz_core::stable_hash::Fnv1a;
+
 use crate::fuzzers::Fuzzer;
 use crate::targets::{Kind, Target};
 use crate::util::root;
@@ -81,7 +83,7 @@ pub fn fingerprint(target: &Target, fuzzer: Fuzzer) -> String {
     let root = root();
     let mut files = tracked_files(&root, &sources(target, fuzzer));
     files.sort();
-    let mut hash = Fnv::new();
+    let mut hash = Fnv1a::new();
     for file in &files {
         hash.write(file.as_bytes());
         hash.write(&[0]);
@@ -132,25 +134,6 @@ fn tracked_files(root: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// 64-bit FNV-1a: stable across Rust versions and machines, unlike `DefaultHasher`.
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Copies a run's `measured.json` into its record, adding where it ran and the commit its
 /// sources were at (`-dirty`: with changes not yet committed).
 pub fn keep(measured: &Path, record: &Path) {
@@ -179,18 +162,6 @@ pub fn keep(measured: &Path, record: &Path) {
 mod tests {
     use super::*;
     use crate::targets::TARGETS;
-
-    #[test]
-    fn fnv_matches_its_published_values() {
-        let hash = |s: &str| {
-            let mut h = Fnv::new();
-            h.write(s.as_bytes());
-            h.finish()
-        };
-        assert_eq!(hash(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(hash("a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(hash("foobar"), 0x8594_4171_f739_67e8);
-    }
 
     #[test]
     fn only_labelfuzz_runs_depend_on_the_engine() {

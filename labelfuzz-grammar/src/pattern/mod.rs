@@ -79,6 +79,15 @@ impl Pattern {
             Pattern::Bytes(p) => p.probes,
         }
     }
+
+    /// The pattern stated on a typed target's `Debug` form, when there is one.
+    #[must_use]
+    pub fn typed(&self) -> Option<&TypedPattern> {
+        match self {
+            Pattern::Bytes(p) => p.typed.as_ref(),
+            Pattern::Grammar(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Pattern {

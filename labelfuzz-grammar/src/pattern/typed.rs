@@ -63,71 +63,61 @@ impl Token {
 /// Splits a `Debug` form into tokens (`None` for an unterminated literal).
 fn tokenize(text: &str) -> Option<Vec<Token>> {
     let mut tokens = Vec::new();
-    let mut chars = text.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-        } else if c == '"' || c == '\'' {
-            chars.next();
-            let mut literal = String::from(c);
-            let mut closed = false;
-            while let Some(d) = chars.next() {
-                literal.push(d);
-                if d == '\\' {
-                    literal.push(chars.next()?);
-                } else if d == c {
-                    closed = true;
-                    break;
-                }
-            }
-            if !closed {
-                return None;
-            }
-            tokens.push(Token::Literal(literal));
-        } else if c == ':' {
-            chars.next();
-            // A path (`a::b`) is one word; a lone colon separates a field from its value.
-            if chars.peek() == Some(&':') {
-                chars.next();
-                match tokens.last_mut() {
-                    Some(Token::Word(w)) => w.push_str("::"),
-                    _ => tokens.push(Token::Word("::".into())),
-                }
-                if let Some(&next) = chars.peek() {
-                    if !is_punct(next) && !next.is_whitespace() {
-                        let word = take_word(&mut chars);
-                        if let Some(Token::Word(w)) = tokens.last_mut() {
-                            w.push_str(&word);
-                        }
-                    }
-                }
-            } else {
-                tokens.push(Token::Punct(':'));
-            }
-        } else if is_punct(c) {
-            chars.next();
-            tokens.push(Token::Punct(c));
+    let mut rest = text.trim_start();
+    while let Some(c) = rest.chars().next() {
+        let length = if c == '"' || c == '\'' {
+            literal_length(rest, c)?
+        } else if is_punct(rest) {
+            1
         } else {
-            tokens.push(Token::Word(take_word(&mut chars)));
-        }
+            word_length(rest)
+        };
+        let (token, tail) = rest.split_at(length);
+        tokens.push(if c == '"' || c == '\'' {
+            Token::Literal(token.to_string())
+        } else if is_punct(token) {
+            Token::Punct(c)
+        } else {
+            Token::Word(token.to_string())
+        });
+        rest = tail.trim_start();
     }
     Some(tokens)
 }
 
-fn is_punct(c: char) -> bool {
-    matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | ',' | ':')
+/// Whether `text` starts with punctuation: a bracket, a comma, or a colon that is not half of
+/// a path's `::`.
+fn is_punct(text: &str) -> bool {
+    text.starts_with(['(', ')', '[', ']', '{', '}', ','])
+        || (text.starts_with(':') && !text.starts_with("::"))
 }
 
-fn take_word(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
-    let mut word = String::new();
-    while let Some(&d) = chars.peek() {
-        if d.is_whitespace() || is_punct(d) || d == '"' || d == '\'' {
+/// The length of the literal opening `text` with `quote`, escapes and quotes included.
+fn literal_length(text: &str, quote: char) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in text.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            _ if c == quote => return Some(at + c.len_utf8()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The length of the word opening `text`: up to whitespace, a quote or punctuation (a path's
+/// `::` belongs to the word).
+fn word_length(text: &str) -> usize {
+    let mut at = 0;
+    while let Some(c) = text[at..].chars().next() {
+        let path = text[at..].starts_with("::");
+        if !path && (c.is_whitespace() || c == '"' || c == '\'' || is_punct(&text[at..])) {
             break;
         }
-        word.push(d);
-        chars.next();
+        at += if path { 2 } else { c.len_utf8() };
     }
-    word
+    at
 }
 
 /// A part of the reproducer's form that a variant can regenerate.
