@@ -46,11 +46,8 @@ pub struct Config {
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.
     pub rss_limit_mb: usize,
-    /// Only run the seeds once each, record their labels and stop (no shrinking, no fuzzing).
-    pub replay: bool,
-    /// Only run the seeds and shrink the crashes they show to a fixpoint, then stop (no
-    /// fuzzing): the `reduce` subcommand.
-    pub reduce: bool,
+    /// What the run does with its inputs: fuzz, only run them, or shrink their crashes.
+    pub mode: Mode,
     /// Start inputs given directly (after the empty input, before the seed directories).
     pub inputs: Vec<Vec<u8>>,
     /// Run one client per listed core, connected through an LLMP broker (None: one process).
@@ -78,6 +75,28 @@ pub struct Config {
     pub corpus_mirror: Option<PathBuf>,
     /// Move an existing output directory aside and start afresh instead of resuming it.
     pub fresh: bool,
+}
+
+/// What a run does, chosen once from the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Fuzz from the start inputs until a limit.
+    Fuzz,
+    /// Run the start inputs once each, record their labels and stop: no shrinking, no fuzzing
+    /// (`--replay`, `-merge=1`, `-runs=0`, or only files given, as libFuzzer does).
+    Replay,
+    /// Run the start inputs and shrink every crash they show to a fixpoint, then stop: the
+    /// `reduce` subcommand.
+    Reduce,
+}
+
+impl Mode {
+    /// True when the run only runs what it was given (it neither fuzzes nor grows a corpus of
+    /// its own).
+    #[must_use]
+    pub fn only_runs_inputs(self) -> bool {
+        self != Mode::Fuzz
+    }
 }
 
 /// When a run ends: after so many executions, at a deadline, or at the first crash.

@@ -19,12 +19,12 @@ use libafl::mutators::{
 };
 use libafl::stages::Stage;
 use libafl::state::{HasCurrentStageId, HasMaxSize, StdState, Stoppable};
-use libafl::{Error, Evaluator, Fuzzer, HasMetadata, StdFuzzer};
+use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{tuple_list, Handled, Merge};
 
-use crate::config::Config;
-use crate::consider::{Considerer, Run};
+use crate::config::{Config, Mode};
+use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer};
 use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
@@ -140,7 +140,8 @@ pub(crate) fn run_client<EM: ClientManager>(
     Ok(summary)
 }
 
-/// Builds LibAFL's parts around `manager` and runs the loop until a limit.
+/// Builds LibAFL's parts around `manager`, runs the start inputs, and then, as the mode says,
+/// stops, shrinks their crashes, or fuzzes until a limit.
 fn fuzz_until_done<EM: ClientManager>(
     config: &Config,
     target: &mut dyn FnMut(&[u8]),
@@ -156,29 +157,7 @@ fn fuzz_until_done<EM: ClientManager>(
 
     let mut feedback = LabelFeedback::new(edges_handle);
     let mut objective = CrashLabelFeedback::new(crash_handle.clone(), out.clone());
-    let mut state: State = match restored {
-        Some(mut state) => {
-            // A candidate ended the last process (a crash or a timeout) in the middle of a
-            // scheduled input's stages. LibAFL would resume that input; pick anew instead, or
-            // an input whose expansions keep timing out holds the run for good (libpng: one
-            // slow PNG kept a ten-minute run at 65 executions a second). Crash shrinks and
-            // patterns keep their own progress in the state and resume at their stage.
-            state.on_restart()?;
-            state.clear_stage_id()?;
-            state.clear_corpus_id()?;
-            state
-        }
-        None => StdState::new(
-            StdRand::with_seed(config.seed),
-            InMemoryCorpus::new(),
-            InMemoryCorpus::new(),
-            &mut feedback,
-            &mut objective,
-        )?,
-    };
-    state.set_max_size(config.max_len);
-    // Set once per run (a restarted process keeps the restored one).
-    state.metadata_or_insert_with(|| start.series);
+    let mut state = fuzzing_state(config, start, restored, &mut feedback, &mut objective)?;
     let seen = filter_for_fuzzing_process(
         state
             .metadata::<KilledInputs>()
@@ -207,135 +186,45 @@ fn fuzz_until_done<EM: ClientManager>(
     // Arm the timeout timer once for many executions instead of twice per execution: the
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
-    crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
-    if config.value_profile {
-        crate::value_profile::enable();
-    }
-    if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
-        crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
-    }
+    prepare_fuzzing_process(config);
 
-    let considerer_for = |crash: &libafl_bolts::tuples::Handle<CrashObserver>| {
-        Considerer::new(crash.clone(), config.limits.clone())
-            .with_grammar(config.grammar.clone())
-            // Grammar inputs are choice sequences, not text: the grammar decides the bytes.
-            .with_only_ascii(config.only_ascii && config.grammar.is_none())
+    let mut considerer = considerer_for(config, &crash_handle);
+    let mut run = Run {
+        fuzzer: &mut fuzzer,
+        executor: &mut executor,
+        state: &mut state,
+        manager,
     };
-    let mut considerer = considerer_for(&crash_handle);
-    // The empty input first (unless only given inputs are run), then the inputs given, what an earlier run in this output
-    // directory left, and the seeds. The cursor lives in the state and moves before each input
-    // runs, so an input that kills the process is not run again after the restart.
-    let empty = crate::output::PreviousRun::default();
-    let (given, previous, seeds): (&[Vec<u8>], _, &[Vec<u8>]) = if client.is_first() {
-        (&start.given, &start.previous, &start.seeds)
-    } else {
-        (&[], &empty, &[])
-    };
-    let (resumed_crashes, resumed_corpus) = (previous.crashes.len(), previous.corpus.len());
-    if !previous.corpus.is_empty() && !config.quiet {
-        crate::say!(
-            "labelfuzz: resuming from {}: {resumed_corpus} corpus inputs, {resumed_crashes} crash reproducers",
-            out.root().display()
-        );
-    }
-    // A replay or merge runs only the inputs it was given: the empty input is not one of them.
-    let start_inputs = std::iter::once((Vec::new(), Start::Consider))
-        .filter(|_| !config.replay)
-        .chain(given.iter().map(|i| (i.clone(), Start::Consider)))
-        .chain(previous.crashes.iter().map(|i| (i.clone(), Start::Run)))
-        .chain(previous.corpus.iter().map(|i| (i.clone(), Start::Run)))
-        .chain(seeds.iter().map(|i| (i.clone(), Start::Consider)));
-    for (index, (input, how)) in start_inputs.enumerate() {
-        let progress = state.metadata_or_insert_with(|| SeedProgress(0));
-        if index < progress.0 {
-            continue;
+    let inputs = start_inputs(config, start, client, out);
+    run_start_inputs(config.mode, inputs, &mut considerer, &mut run)?;
+    if config.mode.only_runs_inputs() {
+        if config.mode == Mode::Reduce && !run.state.stop_requested() {
+            shrink_every_crash(considerer_for(config, &crash_handle), &mut run)?;
         }
-        progress.0 = index + 1;
-        if config.replay || how == Start::Run {
-            fuzzer.evaluate_input(&mut state, &mut executor, manager, &BytesInput::new(input))?;
-        } else {
-            let mut run = Run {
-                fuzzer: &mut fuzzer,
-                executor: &mut executor,
-                state: &mut state,
-                manager,
-            };
-            considerer.consider(&mut run, &input, false)?;
-        }
+        run.state.request_stop();
     }
-    if config.replay {
-        state.request_stop();
-    }
-    if config.reduce && !state.stop_requested() {
-        // Only the crash shrinker, until every reproducer is at its fixpoint (across restarts:
-        // the crash table says which are done).
-        CrashShrinkStage::new(considerer_for(&crash_handle)).perform(
-            &mut fuzzer,
-            &mut executor,
-            &mut state,
-            manager,
-        )?;
-        state.request_stop();
-    }
-
-    let only_runs_inputs = config.replay || config.reduce;
-    let reporter = Reporter::new(out.clone(), config.quiet, client)
-        .with_progress(config.progress)
-        .keeping(Records {
-            // A merge replays into the first corpus directory; other replays touch no corpus.
-            corpus: !only_runs_inputs || config.corpus_mirror.is_some(),
-            series: !only_runs_inputs,
-        });
+    let reporter = reporter_for(config, out, client);
     let havoc = HavocStage::new(
-        considerer_for(&crash_handle),
-        havoc_mutator(&mut state, &config.dictionary),
+        considerer_for(config, &crash_handle),
+        havoc_mutator(run.state, &config.dictionary),
         config.havoc,
         config.max_len,
     );
     let cmplog = CmpLogStage::new(HavocStage::new(
-        considerer_for(&crash_handle),
+        considerer_for(config, &crash_handle),
         I2SRandReplace::new(),
         config.cmplog,
         config.max_len,
     ));
     let mut expand =
         ExpandStage::new(considerer, config.max_len).with_dictionary(&config.dictionary);
-    // Expansion needs a label to start from. None means that every input so far failed before
-    // reaching an edge, or was rejected by the harness. A failing empty input leaves nothing to
-    // do (its crash is saved); a rejected one is expanded until some input shows a label.
-    let no_labels = |state: &State| {
-        state
-            .metadata::<CorpusTable>()
-            .map_or(true, |t| t.label_count() == 0)
-    };
-    if no_labels(&state) && !config.replay && !config.reduce {
-        let empty_fails = state
-            .metadata::<crate::crashes::CrashTable>()
-            .is_ok_and(|crashes| crashes.records().any(|record| record.len == 0));
-        let mut first_pass = true;
-        while !empty_fails
-            && no_labels(&state)
-            && !state.stop_requested()
-            && !config.limits.past_deadline(&state)
-            && !crate::interrupt::requested()
-        {
-            let mut run = Run {
-                fuzzer: &mut fuzzer,
-                executor: &mut executor,
-                state: &mut state,
-                manager,
-            };
-            expand.expand_empty(&mut run, first_pass)?;
-            first_pass = false;
-        }
-    }
-    if no_labels(&state) {
-        state.request_stop();
+    if config.mode == Mode::Fuzz {
+        reach_a_first_label(&mut expand, &config.limits, &mut run)?;
     }
     let mut stages = tuple_list!(
-        CrashShrinkStage::new(considerer_for(&crash_handle)),
+        CrashShrinkStage::new(considerer_for(config, &crash_handle)),
         PatternStage::new(
-            considerer_for(&crash_handle),
+            considerer_for(config, &crash_handle),
             config.grammar.clone(),
             config.debug_form,
             crate::pattern::Settings::with_budget(config.pattern_budget),
@@ -347,20 +236,215 @@ fn fuzz_until_done<EM: ClientManager>(
         cmplog,
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
+    fuzz_to_a_limit(&mut stages, &config.limits, &mut run)?;
+    reporter.finish(run.state)
+}
+
+/// Fuzzes one scheduled label after another until the run is stopped or past a limit.
+fn fuzz_to_a_limit<ST, E, EM, Z>(
+    stages: &mut ST,
+    limits: &crate::config::Limits,
+    run: &mut Run<'_, E, EM, State, Z>,
+) -> Result<(), LabelfuzzError>
+where
+    Z: Fuzzer<E, EM, BytesInput, State, ST>,
+{
     loop {
         // A target that crashes often restarts this process often: check the deadline at every
         // scheduling point, not only every few hundred executions.
-        if state.stop_requested()
-            || config.limits.past_deadline(&state)
+        if run.state.stop_requested()
+            || limits.past_deadline(run.state)
             || crate::interrupt::requested()
         {
-            break;
+            return Ok(());
         }
-        match fuzzer.fuzz_one(&mut stages, &mut executor, &mut state, manager) {
+        match run
+            .fuzzer
+            .fuzz_one(stages, run.executor, run.state, run.manager)
+        {
             Ok(_) => {}
-            Err(Error::ShuttingDown) => break,
+            Err(Error::ShuttingDown) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
     }
-    reporter.finish(&state)
+}
+
+/// A considerer for one of the process's stages (each keeps its own scratch input).
+fn considerer_for(
+    config: &Config,
+    crash: &libafl_bolts::tuples::Handle<CrashObserver>,
+) -> Considerer {
+    Considerer::new(crash.clone(), config.limits.clone())
+        .with_grammar(config.grammar.clone())
+        // Grammar inputs are choice sequences, not text: the grammar decides the bytes.
+        .with_only_ascii(config.only_ascii && config.grammar.is_none())
+}
+
+/// What reports this process's progress and writes the output directory's records.
+fn reporter_for(config: &Config, out: &OutputDir, client: Client) -> Reporter {
+    Reporter::new(out.clone(), config.quiet, client)
+        .with_progress(config.progress)
+        .keeping(Records {
+            // A merge replays into the first corpus directory; other replays touch no corpus.
+            corpus: !config.mode.only_runs_inputs() || config.corpus_mirror.is_some(),
+            series: !config.mode.only_runs_inputs(),
+        })
+}
+
+/// The fuzzing process's state: the restored one after a restart, a new one otherwise.
+fn fuzzing_state(
+    config: &Config,
+    start: &StartInputs,
+    restored: Option<State>,
+    feedback: &mut LabelFeedback,
+    objective: &mut CrashLabelFeedback,
+) -> Result<State, LabelfuzzError> {
+    let mut state: State = match restored {
+        Some(mut state) => {
+            // A candidate ended the last process (a crash or a timeout) in the middle of a
+            // scheduled input's stages. LibAFL would resume that input; pick anew instead, or
+            // an input whose expansions keep timing out holds the run for good (libpng: one
+            // slow PNG kept a ten-minute run at 65 executions a second). Crash shrinks and
+            // patterns keep their own progress in the state and resume at their stage.
+            state.on_restart()?;
+            state.clear_stage_id()?;
+            state.clear_corpus_id()?;
+            state
+        }
+        None => StdState::new(
+            StdRand::with_seed(config.seed),
+            InMemoryCorpus::new(),
+            InMemoryCorpus::new(),
+            feedback,
+            objective,
+        )?,
+    };
+    state.set_max_size(config.max_len);
+    // Set once per run (a restarted process keeps the restored one).
+    state.metadata_or_insert_with(|| start.series);
+    Ok(state)
+}
+
+/// What the fuzzing process sets up around the target before its first execution: the memory
+/// watcher, value profiling, and closing the target's output.
+fn prepare_fuzzing_process(config: &Config) {
+    crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
+    if config.value_profile {
+        crate::value_profile::enable();
+    }
+    if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
+        crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
+    }
+}
+
+/// The inputs this process starts from, in order: the empty input first (unless the run only
+/// runs what it was given), then the inputs given, what an earlier run in this output directory
+/// left, and the seeds. Only the first client of a multi-core run reads them; the others get
+/// them from it.
+fn start_inputs(
+    config: &Config,
+    start: &StartInputs,
+    client: Client,
+    out: &OutputDir,
+) -> Vec<(Vec<u8>, Start)> {
+    let nothing = StartInputs::default();
+    let start = if client.is_first() { start } else { &nothing };
+    let previous = &start.previous;
+    if !previous.corpus.is_empty() && !config.quiet {
+        crate::say!(
+            "labelfuzz: resuming from {}: {} corpus inputs, {} crash reproducers",
+            out.root().display(),
+            previous.corpus.len(),
+            previous.crashes.len()
+        );
+    }
+    let consider = |input: &Vec<u8>| (input.clone(), Start::Consider);
+    let restore = |input: &Vec<u8>| (input.clone(), Start::Run);
+    std::iter::once((Vec::new(), Start::Consider))
+        .filter(|_| config.mode != Mode::Replay)
+        .chain(start.given.iter().map(consider))
+        .chain(previous.crashes.iter().map(restore))
+        .chain(previous.corpus.iter().map(restore))
+        .chain(start.seeds.iter().map(consider))
+        .collect()
+}
+
+/// Runs the start inputs. The cursor lives in the state and moves before each input runs, so an
+/// input that kills the process is not run again after the restart.
+fn run_start_inputs<E, EM, Z>(
+    mode: Mode,
+    inputs: Vec<(Vec<u8>, Start)>,
+    considerer: &mut Considerer,
+    run: &mut Run<'_, E, EM, State, Z>,
+) -> Result<(), LabelfuzzError>
+where
+    E: ObservedExecutor,
+    Z: RunFuzzer<E, EM, State>,
+{
+    for (index, (input, how)) in inputs.into_iter().enumerate() {
+        let progress = run.state.metadata_or_insert_with(|| SeedProgress(0));
+        if index < progress.0 {
+            continue;
+        }
+        progress.0 = index + 1;
+        if mode == Mode::Replay || how == Start::Run {
+            let input = BytesInput::new(input);
+            run.fuzzer
+                .evaluate_input(run.state, run.executor, run.manager, &input)?;
+        } else {
+            considerer.consider(run, &input, false)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `reduce` mode's work: only the crash shrinker, until every reproducer is at its fixpoint
+/// (across restarts: the crash table says which are done).
+fn shrink_every_crash<E, EM, Z>(
+    considerer: Considerer,
+    run: &mut Run<'_, E, EM, State, Z>,
+) -> Result<(), LabelfuzzError>
+where
+    CrashShrinkStage: Stage<E, EM, State, Z>,
+{
+    CrashShrinkStage::new(considerer).perform(run.fuzzer, run.executor, run.state, run.manager)?;
+    Ok(())
+}
+
+/// Expansion needs a label to start from. None means that every input so far failed before
+/// reaching an edge, or was rejected by the harness. A failing empty input leaves nothing to do
+/// (its crash is saved); a rejected one is expanded until some input shows a label. With no
+/// label at all, the run stops.
+fn reach_a_first_label<E, EM, Z>(
+    expand: &mut ExpandStage,
+    limits: &crate::config::Limits,
+    run: &mut Run<'_, E, EM, State, Z>,
+) -> Result<(), LabelfuzzError>
+where
+    E: ObservedExecutor,
+    Z: RunFuzzer<E, EM, State>,
+{
+    let no_labels = |state: &State| {
+        state
+            .metadata::<CorpusTable>()
+            .map_or(true, |t| t.label_count() == 0)
+    };
+    let empty_fails = run
+        .state
+        .metadata::<crate::crashes::CrashTable>()
+        .is_ok_and(|crashes| crashes.records().any(|record| record.len == 0));
+    let mut first_pass = true;
+    while !empty_fails
+        && no_labels(run.state)
+        && !run.state.stop_requested()
+        && !limits.past_deadline(run.state)
+        && !crate::interrupt::requested()
+    {
+        expand.expand_empty(run, first_pass)?;
+        first_pass = false;
+    }
+    if no_labels(run.state) {
+        run.state.request_stop();
+    }
+    Ok(())
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{Config, Limits};
+use crate::config::{Config, Limits, Mode};
 
 /// labelfuzz: keeps the simplest input for every label and shrinks every crash to its minimum.
 #[derive(Parser, Debug, Clone, PartialEq, Eq)]
@@ -258,8 +258,6 @@ impl Options {
         Ok(options)
     }
 
-    /// The engine configuration these options describe.
-    #[must_use]
     /// The corpus directory libFuzzer would add new inputs to: the first one given, when there
     /// is no `-o` and the run fuzzes (not only runs files, not `reduce`).
     fn libfuzzer_corpus(&self) -> Option<PathBuf> {
@@ -269,6 +267,21 @@ impl Options {
         (grows && first.is_dir()).then(|| first.clone())
     }
 
+    /// What the run does: `reduce` shrinks; a replay, a merge or only files given (as
+    /// libFuzzer treats them) only run the inputs; anything else fuzzes.
+    fn mode(&self) -> Mode {
+        let only_files = !self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file());
+        if self.reduce {
+            Mode::Reduce
+        } else if self.replay || self.merge || only_files {
+            Mode::Replay
+        } else {
+            Mode::Fuzz
+        }
+    }
+
+    /// The engine configuration these options describe.
+    #[must_use]
     pub fn config(&self) -> Config {
         Config {
             output: match (&self.output, self.merge) {
@@ -309,11 +322,7 @@ impl Options {
             },
             cmplog: self.cmplog,
             rss_limit_mb: self.rss_limit_mb,
-            replay: !self.reduce
-                && (self.replay
-                    || self.merge
-                    || (!self.corpus.is_empty() && self.corpus.iter().all(|p| p.is_file()))),
-            reduce: self.reduce,
+            mode: self.mode(),
             inputs: Vec::new(),
             cores: match (
                 &self.cores,

@@ -2,7 +2,7 @@
 //! fuzz, print what was found, exit with libFuzzer's statuses.
 
 use super::Options;
-use crate::config::Config;
+use crate::config::{Config, Mode};
 
 /// Reads and checks a grammar file; the message names the file and what is wrong.
 fn load_grammar(path: &std::path::Path) -> Result<crate::grammar::Grammar, String> {
@@ -327,11 +327,11 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
             if options.print_final_stats && outcome.supervisor {
                 print_final_stats(&outcome.summary);
             }
-            if config.reduce && outcome.supervisor {
+            if config.mode == Mode::Reduce && outcome.supervisor {
                 print_reductions(&config, &outcome.summary);
             }
             // `-minimize_crash=1` (reduce) ends as libFuzzer's does: status 0 once minimized.
-            if options.libfuzzer_report && outcome.supervisor && !config.reduce {
+            if options.libfuzzer_report && outcome.supervisor && config.mode != Mode::Reduce {
                 let codes = super::libfuzzer_report::ExitCodes {
                     error: options.error_exitcode,
                     timeout: options.timeout_exitcode,
@@ -340,7 +340,7 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
                 print_libfuzzer_reports(&config, &outcome.summary);
                 std::process::exit(codes.for_crashes(&outcome.summary.crashes));
             }
-            if config.replay && outcome.supervisor {
+            if config.mode == Mode::Replay && outcome.supervisor {
                 for crash in &outcome.summary.crashes {
                     eprintln!(
                         "labelfuzz: {} {} {} ({}): {}",

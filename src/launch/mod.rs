@@ -14,7 +14,7 @@ use libafl::monitors::NopMonitor;
 use libafl::Error;
 use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 
-use crate::config::Config;
+use crate::config::{Config, Mode};
 use crate::engine::{run_client, StartInputs};
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
@@ -101,17 +101,17 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         .with_artifacts(config.artifacts.clone())
         .with_corpus_mirror(config.corpus_mirror.clone());
     // A replay only runs inputs: a coverage build (no SanitizerCoverage) replays too.
-    if instrumented_edges() == 0 && !config.replay {
+    if instrumented_edges() == 0 && config.mode != Mode::Replay {
         return Err(LabelfuzzError::NotInstrumented);
     }
     let seeds = read_seeds(&config.corpus_dirs, config.max_len)?;
-    let previous = if config.replay || config.reduce {
+    let previous = if config.mode.only_runs_inputs() {
         crate::output::PreviousRun::default()
     } else {
         out.previous_run(config.max_len)?
     };
 
-    let series = if config.replay || config.reduce {
+    let series = if config.mode.only_runs_inputs() {
         crate::stats::SeriesOffset::default()
     } else {
         crate::stats::offset_of(&out)
