@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::generate::{DerivationNode, RandomChoices};
+use super::choices::RandomChoices;
+use super::generate::DerivationNode;
 use super::reduce::{reduce, Derivation};
 use super::{ChoiceSequence, Generator, Grammar, Hooks, NoHooks};
 use crate::shrink::Verdict;

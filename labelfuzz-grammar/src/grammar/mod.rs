@@ -27,20 +27,20 @@
 //! nonterminal needs a finite cost, i.e. some finite expansion. Alternatives are kept cheapest
 //! first, so choice 0 is always a cheapest rule.
 
+pub mod choices;
 pub mod generate;
 pub mod hooks;
 pub mod inputs;
+mod json;
 pub mod parse;
 pub mod reduce;
 
-pub use generate::{
-    ChoiceSequence, DerivationNode, DerivationPart, Generator, Hooks, NoHooks, RandomChoices,
-};
+pub use choices::{ChoiceSequence, RandomChoices};
+pub use generate::{DerivationNode, DerivationPart, Generator, Hooks, NoHooks};
 pub use inputs::{choice_bytes, GrammarInputs, HooksFactory};
 pub use parse::{parse, ParseError};
 pub use reduce::{ddmin, reduce, Derivation, Reduction};
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Index of a nonterminal in its [`Grammar`].
@@ -137,168 +137,7 @@ impl fmt::Display for GrammarError {
 
 impl std::error::Error for GrammarError {}
 
-/// A nonterminal-shaped string: `<name>` with no whitespace.
-fn looks_like_symbol(text: &str) -> bool {
-    text.len() > 2
-        && text.starts_with('<')
-        && text.ends_with('>')
-        && !text.chars().any(char::is_whitespace)
-}
-
-/// Expands a character class such as `a-z0-9_` into its characters.
-fn class_chars(class: &str, symbol: &str) -> Result<Vec<char>, GrammarError> {
-    let chars: Vec<char> = class.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if i + 2 < chars.len() && chars[i + 1] == '-' {
-            let (lo, hi) = (chars[i], chars[i + 2]);
-            if lo > hi {
-                return Err(GrammarError::Shape(format!(
-                    "`{symbol}`: character range `{lo}-{hi}` is backwards"
-                )));
-            }
-            out.extend(lo..=hi);
-            i += 3;
-        } else {
-            out.push(chars[i]);
-            i += 1;
-        }
-    }
-    if out.is_empty() {
-        return Err(GrammarError::Shape(format!(
-            "`{symbol}`: empty character class"
-        )));
-    }
-    Ok(out)
-}
-
-/// A token as written, before nonterminals are resolved.
-enum RawItem {
-    Text(String),
-    Symbol(String),
-}
-
-/// A rule as written: tokens with their hooks.
-type RawRule = Vec<(RawItem, Option<String>)>;
-
 impl Grammar {
-    /// Reads a grammar from its JSON text (format in the module docs).
-    ///
-    /// # Errors
-    /// A [`GrammarError`] naming the rule at fault.
-    pub fn from_json(text: &str) -> Result<Self, GrammarError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| GrammarError::Json(e.to_string()))?;
-        let object = value.as_object().ok_or_else(|| {
-            GrammarError::Shape("expected an object from nonterminals to alternatives".into())
-        })?;
-        let names: Vec<String> = object.keys().cloned().collect();
-        let index: BTreeMap<&str, SymbolId> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i))
-            .collect();
-        let mut raw_rules: Vec<Vec<RawRule>> = Vec::new();
-        for (name, alternatives) in object {
-            let alternatives = alternatives.as_array().ok_or_else(|| {
-                GrammarError::Shape(format!("`{name}`: expected a list of alternatives"))
-            })?;
-            if alternatives.is_empty() {
-                return Err(GrammarError::Shape(format!("`{name}` has no alternatives")));
-            }
-            let mut rules = Vec::new();
-            for alternative in alternatives {
-                if let Some(class) = alternative.get("chars") {
-                    let class = class.as_str().ok_or_else(|| {
-                        GrammarError::Shape(format!("`{name}`: \"chars\" must be a string"))
-                    })?;
-                    for c in class_chars(class, name)? {
-                        rules.push(vec![(RawItem::Text(c.to_string()), None)]);
-                    }
-                    continue;
-                }
-                let tokens = alternative.as_array().ok_or_else(|| {
-                    GrammarError::Shape(format!(
-                        "`{name}`: an alternative must be a list of tokens or {{\"chars\": ...}}"
-                    ))
-                })?;
-                let mut rule = Vec::new();
-                for token in tokens {
-                    rule.push(Self::raw_token(token, name, &index)?);
-                }
-                rules.push(rule);
-            }
-            raw_rules.push(rules);
-        }
-        let start = *index.get("<start>").ok_or(GrammarError::NoStart)?;
-        let mut rules = Vec::with_capacity(raw_rules.len());
-        for (symbol, raw) in raw_rules.into_iter().enumerate() {
-            let mut resolved = Vec::new();
-            for raw_rule in raw {
-                let mut tokens = Vec::new();
-                for (item, hook) in raw_rule {
-                    let item = match item {
-                        RawItem::Text(text) => Item::Text(text.into_bytes()),
-                        RawItem::Symbol(target) => match index.get(target.as_str()) {
-                            Some(&id) => Item::Symbol(id),
-                            None => {
-                                return Err(GrammarError::Undefined {
-                                    symbol: target,
-                                    used_in: names[symbol].clone(),
-                                })
-                            }
-                        },
-                    };
-                    tokens.push(Token { item, hook });
-                }
-                resolved.push(Rule { tokens, cost: 0 });
-            }
-            rules.push(resolved);
-        }
-        let mut grammar = Grammar {
-            costs: vec![u32::MAX; names.len()],
-            names,
-            rules,
-            start,
-        };
-        grammar.compute_costs()?;
-        Ok(grammar)
-    }
-
-    fn raw_token(
-        token: &serde_json::Value,
-        name: &str,
-        index: &BTreeMap<&str, SymbolId>,
-    ) -> Result<(RawItem, Option<String>), GrammarError> {
-        let bad = || {
-            GrammarError::Shape(format!(
-                "`{name}`: a token must be a string, {{\"text\": ...}} or {{\"symbol\": ...}}"
-            ))
-        };
-        if let Some(text) = token.as_str() {
-            let item = if index.contains_key(text) || looks_like_symbol(text) {
-                RawItem::Symbol(text.to_string())
-            } else {
-                RawItem::Text(text.to_string())
-            };
-            return Ok((item, None));
-        }
-        let object = token.as_object().ok_or_else(bad)?;
-        let hook = match object.get("hook") {
-            None => None,
-            Some(h) => Some(h.as_str().ok_or_else(bad)?.to_string()),
-        };
-        let item = match (object.get("text"), object.get("symbol")) {
-            (Some(text), None) => RawItem::Text(text.as_str().ok_or_else(bad)?.to_string()),
-            (None, Some(symbol)) => RawItem::Symbol(symbol.as_str().ok_or_else(bad)?.to_string()),
-            _ => return Err(bad()),
-        };
-        Ok((item, hook))
-    }
-
-    /// Costs by fixpoint: a rule is finite once all its nonterminals are; at most one round per
-    /// nonterminal. Then sorts every nonterminal's rules cheapest first (stable).
     /// The grammar of these nonterminals (the first is the start) and their rules, with the
     /// costs worked out: how a specialised grammar is put together.
     pub(crate) fn from_rules(
@@ -315,6 +154,8 @@ impl Grammar {
         Ok(grammar)
     }
 
+    /// Costs by fixpoint: a rule is finite once all its nonterminals are; at most one round per
+    /// nonterminal. Then sorts every nonterminal's rules cheapest first (stable).
     fn compute_costs(&mut self) -> Result<(), GrammarError> {
         let rule_cost = |costs: &[u32], rule: &Rule| -> Option<u32> {
             let mut worst = 0;

@@ -142,7 +142,8 @@ impl std::fmt::Display for BytePattern {
 }
 
 /// Generalizes `input`, a reproducer that `test` accepts (it shows the crash label), into a byte
-/// pattern, spending at most `settings.budget` executions of `test`.
+/// pattern, spending at most `settings.budget` executions of `test`: first the widest class
+/// each position may take, then which runs of free bytes may be of any length.
 pub fn generalize_bytes(
     input: &[u8],
     settings: &Settings,
@@ -155,7 +156,28 @@ pub fn generalize_bytes(
         stopped: false,
     };
     let mut parts: Vec<BytePart> = input.iter().map(|&b| BytePart::Exact(b)).collect();
-    // Position by position, the widest class that holds.
+    if widen_positions(input, settings, &mut oracle, &mut parts) {
+        let any_runs = length_free_runs(input, &parts, settings, &mut oracle);
+        // Replace each length-free run by one `*`, from the back so indices stay valid.
+        for (run, shown, tried) in any_runs.into_iter().rev() {
+            parts.splice(run, [BytePart::AnyRun { shown, tried }]);
+        }
+    }
+    BytePattern {
+        parts,
+        probes: oracle.spent,
+        typed: None,
+    }
+}
+
+/// Position by position, the widest class that still shows the label. False when the budget or
+/// the run ended first.
+fn widen_positions(
+    input: &[u8],
+    settings: &Settings,
+    oracle: &mut Oracle<'_>,
+    parts: &mut [BytePart],
+) -> bool {
     for (position, &original) in input.iter().enumerate() {
         for class in [
             ByteClass::Any,
@@ -190,47 +212,51 @@ pub fn generalize_bytes(
                     break;
                 }
                 Trial::Concrete => {}
-                Trial::Stopped => {
-                    return BytePattern {
-                        parts,
-                        probes: oracle.spent,
-                        typed: None,
-                    }
-                }
+                Trial::Stopped => return false,
             }
         }
     }
-    // Runs of free bytes (and the end of the input): can they be of any length?
-    let mut runs = Vec::new();
-    let mut i = 0;
-    while i < parts.len() {
-        if matches!(
-            parts[i],
+    true
+}
+
+/// The runs of positions that may be any byte, and the empty run at the input's end.
+fn free_runs(parts: &[BytePart], input_len: usize) -> Vec<std::ops::Range<usize>> {
+    let is_free = |part: &BytePart| {
+        matches!(
+            part,
             BytePart::Class {
                 class: ByteClass::Any,
                 ..
             }
-        ) {
-            let start = i;
-            while i < parts.len()
-                && matches!(
-                    parts[i],
-                    BytePart::Class {
-                        class: ByteClass::Any,
-                        ..
-                    }
-                )
-            {
-                i += 1;
-            }
+        )
+    };
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < parts.len() {
+        let start = i;
+        while i < parts.len() && is_free(&parts[i]) {
+            i += 1;
+        }
+        if i > start {
             runs.push(start..i);
         } else {
             i += 1;
         }
     }
-    runs.push(input.len()..input.len());
+    runs.push(input_len..input_len);
+    runs
+}
+
+/// Which free runs may be of any length (filled with random bytes of other lengths, the input
+/// still shows the label), with the trial's counts.
+fn length_free_runs(
+    input: &[u8],
+    parts: &[BytePart],
+    settings: &Settings,
+    oracle: &mut Oracle<'_>,
+) -> Vec<(std::ops::Range<usize>, u32, u32)> {
     let mut any_runs = Vec::new();
-    for run in runs {
+    for run in free_runs(parts, input.len()) {
         let mut variant = |i: u64| {
             let seed = mix(&[run.start as u64, run.end as u64, i]);
             let length = (seed % (2 * run.len() as u64 + 4)) as usize;
@@ -249,15 +275,7 @@ pub fn generalize_bytes(
             Trial::Stopped => break,
         }
     }
-    // Replace each length-free run by one `*`, from the back so indices stay valid.
-    for (run, shown, tried) in any_runs.into_iter().rev() {
-        parts.splice(run, [BytePart::AnyRun { shown, tried }]);
-    }
-    BytePattern {
-        parts,
-        probes: oracle.spent,
-        typed: None,
-    }
+    any_runs
 }
 
 #[cfg(test)]
