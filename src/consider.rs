@@ -1,11 +1,12 @@
-//! Consider: the heart of the algorithm. [`Considerer::consider`] runs an input; if it improves
-//! any label, it shrinks it at once, keeping every smaller input that still improves a label. A
-//! coverage improvement gets the cheap deletion plan; a crash gets every pass to a fixpoint, and
-//! a crash shrink only accepts candidates with the *same* crash label, so a reproducer never
-//! drifts from one bug to another.
+//! Consider, on LibAFL: [`Considerer`] runs the core's [`labelfuzz_core::consider`] (run an
+//! input; if it improves any label, shrink it at once) with LibAFL's evaluation as the oracle.
+//! LibAFL's feedbacks say what improved; the crash table names crash labels and records which
+//! reproducers reached their fixpoint; candidates that ended a process before are skipped, and
+//! slow crashes are shrunk within their time budget.
 
 use std::sync::Arc;
 
+use labelfuzz_core::consider::{self as core, CrashShrinker, Oracle, Outcome};
 use libafl::executors::HasObservers;
 use libafl::inputs::BytesInput;
 use libafl::state::{HasCurrentTestcase, HasExecutions, HasRand, HasStartTime, Stoppable};
@@ -18,20 +19,6 @@ use crate::crashes::{CrashTable, SlowShrinkBudget};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
-use crate::shrink::{shrink, Plan, Verdict};
-
-/// What one evaluation showed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    /// Nothing new (or skipped: already run).
-    Nothing,
-    /// Improved an edge label.
-    Corpus,
-    /// Improved a crash label (the label, when the crash observer named it).
-    Crash(Option<Label>),
-    /// The run is over.
-    Stop,
-}
 
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
 #[derive(Debug)]
@@ -43,9 +30,6 @@ pub struct Considerer {
     grammar: Option<Arc<GrammarInputs>>,
     /// Every considered input is first mapped to printable ASCII (`-only_ascii=1`).
     only_ascii: bool,
-    /// Set when a slow crash's shrink stopped for want of [`SlowShrinkBudget`]: it is left
-    /// unfinished, to resume later.
-    out_of_budget: bool,
 }
 
 /// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
@@ -80,7 +64,6 @@ impl Considerer {
             scratch: BytesInput::new(Vec::new()),
             grammar: None,
             only_ascii: false,
-            out_of_budget: false,
         }
     }
 
@@ -105,41 +88,15 @@ impl Considerer {
         self
     }
 
-    fn evaluate<E, EM, S, Z>(
-        &mut self,
-        run: &mut Run<'_, E, EM, S, Z>,
-        bytes: &[u8],
-        filtered: bool,
-    ) -> Result<Outcome, Error>
-    where
-        E: ObservedExecutor,
-        S: RunState,
-        Z: RunFuzzer<E, EM, S>,
-    {
-        if self.limits.exhausted(run.state) {
-            return Ok(Outcome::Stop);
+    /// The core's oracle over `run`.
+    fn oracle<'c, 'r, 'a, E, EM, S, Z>(
+        &'c mut self,
+        run: &'r mut Run<'a, E, EM, S, Z>,
+    ) -> LibaflOracle<'c, 'r, 'a, E, EM, S, Z> {
+        LibaflOracle {
+            considerer: self,
+            run,
         }
-        let buffer: &mut Vec<u8> = self.scratch.as_mut();
-        buffer.clear();
-        buffer.extend_from_slice(bytes);
-        let (result, _) = if filtered {
-            run.fuzzer
-                .evaluate_filtered(run.state, run.executor, run.manager, &self.scratch)?
-        } else {
-            run.fuzzer
-                .evaluate_input(run.state, run.executor, run.manager, &self.scratch)?
-        };
-        Ok(match result {
-            ExecuteInputResult::None => Outcome::Nothing,
-            ExecuteInputResult::Corpus => Outcome::Corpus,
-            ExecuteInputResult::Solution => {
-                let observers = run.executor.observers();
-                let label = observers
-                    .get(&self.crash)
-                    .and_then(|o| o.last().map(crate::crash::CrashInfo::label));
-                Outcome::Crash(label)
-            }
-        })
     }
 
     /// Runs `bytes` once, unfiltered, as it is (a variant of a crash reproducer: what it
@@ -157,11 +114,14 @@ impl Considerer {
         S: RunState,
         Z: RunFuzzer<E, EM, S>,
     {
-        Ok(self.evaluate(run, bytes, false)? != Outcome::Stop)
+        Ok(self.oracle(run).run(bytes, false)? != Outcome::Stop)
     }
 
     /// Runs `bytes`; if it improves any label, shrinks it at once. True when it improved one.
     /// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before.
+    ///
+    /// # Errors
+    /// LibAFL's, from running the target.
     pub fn consider<E, EM, S, Z>(
         &mut self,
         run: &mut Run<'_, E, EM, S, Z>,
@@ -180,121 +140,7 @@ impl Considerer {
         } else {
             bytes
         };
-        match self.evaluate(run, bytes, !fresh)? {
-            Outcome::Nothing | Outcome::Stop => Ok(false),
-            Outcome::Corpus => {
-                self.shrink_to(run, Goal::Coverage, bytes.to_vec())?;
-                Ok(true)
-            }
-            Outcome::Crash(label) => {
-                if let Some(label) = label {
-                    self.shrink_crashes(run, vec![(bytes.to_vec(), label)])?;
-                }
-                Ok(true)
-            }
-        }
-    }
-
-    /// The one judge of shrink candidates: whether `candidate` still reaches `goal`. Crashes
-    /// with other labels met on the way go to `met`, to be shrunk after; an error stops the
-    /// shrink and is kept in `failure`.
-    ///
-    /// A coverage candidate already run is skipped (it showed nothing new then). A crash
-    /// candidate that ended a process before is skipped; others run even when the filter of
-    /// inputs already run has seen them: whether a timeout or an out-of-memory shows can depend
-    /// on timing, and a candidate that once ended another way must get its own run.
-    fn judge<E, EM, S, Z>(
-        &mut self,
-        run: &mut Run<'_, E, EM, S, Z>,
-        goal: Goal,
-        candidate: &[u8],
-        met: &mut Vec<(Vec<u8>, Label)>,
-        failure: &mut Option<Error>,
-    ) -> Verdict
-    where
-        E: ObservedExecutor,
-        S: RunState,
-        Z: RunFuzzer<E, EM, S>,
-    {
-        let outcome = match goal {
-            Goal::Coverage => self.evaluate(run, candidate, true),
-            Goal::Crash(_) if killed_before(run.state, candidate) => Ok(Outcome::Nothing),
-            Goal::Crash(label)
-                if run
-                    .state
-                    .metadata::<CrashTable>()
-                    .is_ok_and(|t| t.is_slow(label)) =>
-            {
-                let started = with_slow_budget(run.state, |budget, now, elapsed| {
-                    let allowed = budget.available(now, elapsed);
-                    if allowed {
-                        budget.start(now);
-                    }
-                    allowed
-                });
-                if !started {
-                    self.out_of_budget = true;
-                    return Verdict::Stop;
-                }
-                let outcome = self.evaluate(run, candidate, false);
-                with_slow_budget(run.state, |budget, now, _| budget.finish(now));
-                outcome
-            }
-            Goal::Crash(_) => self.evaluate(run, candidate, false),
-        };
-        match outcome {
-            Ok(Outcome::Corpus) if goal == Goal::Coverage => Verdict::Accepted,
-            Ok(Outcome::Crash(Some(label))) if goal == Goal::Crash(label) => Verdict::Accepted,
-            Ok(Outcome::Crash(Some(label))) => {
-                met.push((candidate.to_vec(), label));
-                Verdict::Rejected
-            }
-            Ok(Outcome::Corpus | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
-            Ok(Outcome::Stop) => Verdict::Stop,
-            Err(e) => {
-                *failure = Some(e);
-                Verdict::Stop
-            }
-        }
-    }
-
-    /// Shrinks `input` towards `goal`; returns the crashes with other labels met on the way.
-    /// Coverage improvements get the cheap plan, crashes every pass to a fixpoint (in grammar
-    /// mode, the grammar's reducer).
-    fn shrink_to<E, EM, S, Z>(
-        &mut self,
-        run: &mut Run<'_, E, EM, S, Z>,
-        goal: Goal,
-        input: Vec<u8>,
-    ) -> Result<Vec<(Vec<u8>, Label)>, Error>
-    where
-        E: ObservedExecutor,
-        S: RunState,
-        Z: RunFuzzer<E, EM, S>,
-    {
-        let mut met = Vec::new();
-        let mut failure = None;
-        let grammar = self.grammar.clone();
-        let mut judge = |candidate: &[u8]| self.judge(run, goal, candidate, &mut met, &mut failure);
-        match (goal, grammar.as_deref()) {
-            (Goal::Coverage, _) => {
-                shrink(input, Plan::COVERAGE, &mut judge);
-            }
-            (Goal::Crash(_), Some(grammar)) => {
-                grammar.reduce_bytes(&input, &mut judge);
-            }
-            (Goal::Crash(_), None) => {
-                shrink(input, Plan::CRASH, &mut judge);
-            }
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        if goal == Goal::Coverage {
-            self.shrink_crashes(run, met)?;
-            return Ok(Vec::new());
-        }
-        Ok(met)
+        core::consider(&mut self.oracle(run), bytes, fresh)
     }
 
     /// Shrinks each crash reproducer to a fixpoint of every pass, keeping its crash label.
@@ -303,37 +149,114 @@ impl Considerer {
     /// the input joins the killed inputs, which crash shrinking skips, so after the restart
     /// [`crate::stages::CrashShrinkStage`] resumes from the best reproducer so far without
     /// running that candidate again.
+    ///
+    /// # Errors
+    /// LibAFL's, from running the target.
     pub fn shrink_crashes<E, EM, S, Z>(
         &mut self,
         run: &mut Run<'_, E, EM, S, Z>,
-        mut work: Vec<(Vec<u8>, Label)>,
+        work: Vec<(Vec<u8>, Label)>,
     ) -> Result<(), Error>
     where
         E: ObservedExecutor,
         S: RunState,
         Z: RunFuzzer<E, EM, S>,
     {
-        while let Some((input, target)) = work.pop() {
-            let others = self.shrink_to(run, Goal::Crash(target), input)?;
-            if run.state.stop_requested() {
-                return Ok(());
-            }
-            // Out of budget: left unshrunk, so that the crash-shrink stage resumes it later.
-            if !std::mem::take(&mut self.out_of_budget) {
-                run.state.metadata_mut::<CrashTable>()?.mark_shrunk(target);
-            }
-            work.extend(others);
-        }
-        Ok(())
+        core::shrink_crashes(&mut self.oracle(run), work)
     }
 }
 
-/// What a shrink keeps: inputs that still improve coverage labels, or that still show one
-/// crash label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Goal {
-    Coverage,
-    Crash(Label),
+/// The core's [`Oracle`] over LibAFL's evaluation of one run.
+struct LibaflOracle<'c, 'r, 'a, E, EM, S, Z> {
+    considerer: &'c mut Considerer,
+    run: &'r mut Run<'a, E, EM, S, Z>,
+}
+
+impl<E, EM, S, Z> Oracle for LibaflOracle<'_, '_, '_, E, EM, S, Z>
+where
+    E: ObservedExecutor,
+    S: RunState,
+    Z: RunFuzzer<E, EM, S>,
+{
+    type Error = Error;
+
+    /// Evaluates `input` with LibAFL (filtered by the inputs already run when `skip_seen`):
+    /// an objective is a crash, named by the crash observer; an interesting input improved
+    /// coverage.
+    fn run(&mut self, input: &[u8], skip_seen: bool) -> Result<Outcome, Error> {
+        let (considerer, run) = (&mut *self.considerer, &mut *self.run);
+        if considerer.limits.exhausted(run.state) {
+            return Ok(Outcome::Stop);
+        }
+        let buffer: &mut Vec<u8> = considerer.scratch.as_mut();
+        buffer.clear();
+        buffer.extend_from_slice(input);
+        let scratch = &considerer.scratch;
+        let (result, _) = if skip_seen {
+            run.fuzzer
+                .evaluate_filtered(run.state, run.executor, run.manager, scratch)?
+        } else {
+            run.fuzzer
+                .evaluate_input(run.state, run.executor, run.manager, scratch)?
+        };
+        Ok(match result {
+            ExecuteInputResult::None => Outcome::Nothing,
+            ExecuteInputResult::Corpus => Outcome::Coverage,
+            ExecuteInputResult::Solution => {
+                let observers = run.executor.observers();
+                let label = observers
+                    .get(&considerer.crash)
+                    .and_then(|o| o.last().map(crate::crash::CrashInfo::label));
+                Outcome::Crash(label)
+            }
+        })
+    }
+
+    /// A candidate that ended a process before is skipped; one of a slow crash runs only
+    /// within the [`SlowShrinkBudget`], and is deferred when it is spent.
+    fn run_crash_candidate(&mut self, input: &[u8], label: Label) -> Result<Outcome, Error> {
+        if killed_before(self.run.state, input) {
+            return Ok(Outcome::Nothing);
+        }
+        let slow = self
+            .run
+            .state
+            .metadata::<CrashTable>()
+            .is_ok_and(|t| t.is_slow(label));
+        if !slow {
+            return self.run(input, false);
+        }
+        let started = with_slow_budget(self.run.state, |budget, now, elapsed| {
+            let allowed = budget.available(now, elapsed);
+            if allowed {
+                budget.start(now);
+            }
+            allowed
+        });
+        if !started {
+            return Ok(Outcome::Deferred);
+        }
+        let outcome = self.run(input, false);
+        with_slow_budget(self.run.state, |budget, now, _| budget.finish(now));
+        outcome
+    }
+
+    fn crash_shrinker(&self) -> Option<Arc<dyn CrashShrinker>> {
+        let grammar = self.considerer.grammar.clone()?;
+        Some(grammar)
+    }
+
+    fn crash_shrunk(&mut self, label: Label) -> Result<(), Error> {
+        self.run
+            .state
+            .metadata_mut::<CrashTable>()?
+            .mark_shrunk(label);
+        Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.run.state.stop_requested()
+    }
 }
 
 /// The four parts every run of an input needs, borrowed together from a stage's arguments.

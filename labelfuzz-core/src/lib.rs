@@ -4,6 +4,8 @@
 //!   AFL hit-count bucket, and the crash label when it fails;
 //! - [`order`]: the one order that defines "better" (shortlex: shorter, or equally long and
 //!   lexicographically smaller);
+//! - [`consider`]: run an input and, if it improves a label, shrink it at once, over an
+//!   [`consider::Oracle`] that runs inputs (a plain function in [`consider::TableOracle`]);
 //! - [`shrink`]: the shrinker, a named list of small passes proposing simpler candidates to a
 //!   judge;
 //! - [`table`]: the best-per-label table, for every label the single simplest input that shows
@@ -13,6 +15,7 @@
 //!
 //! The engine (the `labelfuzz` crate) runs these over LibAFL's executors, observers and stages.
 
+pub mod consider;
 pub mod labels;
 pub mod order;
 pub mod seen;

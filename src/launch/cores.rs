@@ -214,26 +214,27 @@ pub(crate) fn fuzz_on_cores(
     }
     match launched {
         Ok(()) if crate::interrupt::failed() => Err(LabelfuzzError::FuzzerFailed),
-        // The launching process: every client has finished. Clients that stopped at the same
-        // moment may each have merged before the other's final summary was on disk: merge the
-        // final ones here.
-        Ok(()) => {
-            let summary = match Summary::merge_clients(out, count) {
-                Some(merged) => {
-                    out.write_summary(&merged)?;
-                    merged
-                }
-                None => Summary::read(out)?,
-            };
-            Ok(Outcome {
-                summary,
-                supervisor: true,
-            })
-        }
+        Ok(()) => Ok(Outcome {
+            summary: merged_summary(out, count)?,
+            supervisor: true,
+        }),
         // A client's supervisor, after its client finished.
         Err(Error::ShuttingDown) => std::process::exit(0),
         Err(e) => Err(e.into()),
     }
+}
+
+/// In the launching process, once every client has finished: clients that stopped at the same
+/// moment may each have merged before the other's final summary was on disk, so the final ones
+/// are merged here.
+fn merged_summary(out: &OutputDir, count: usize) -> Result<Summary, LabelfuzzError> {
+    Ok(match Summary::merge_clients(out, count) {
+        Some(merged) => {
+            out.write_summary(&merged)?;
+            merged
+        }
+        None => Summary::read(out)?,
+    })
 }
 
 /// The event manager of a client in a multi-core run.

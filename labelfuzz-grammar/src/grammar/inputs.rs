@@ -169,6 +169,13 @@ impl GrammarInputs {
     }
 }
 
+/// Grammar mode's crash reproducers are choice bytes, shrunk with the grammar reducer.
+impl labelfuzz_core::consider::CrashShrinker for GrammarInputs {
+    fn shrink_crash(&self, input: Vec<u8>, judge: &mut dyn FnMut(&[u8]) -> Verdict) {
+        self.reduce_bytes(&input, judge);
+    }
+}
+
 /// A derivation from every choice `sequence` used, trailing zeros cut.
 fn trimmed(sequence: &ChoiceSequence<'_>, output: Vec<u8>) -> Derivation {
     Derivation {
