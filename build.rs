@@ -21,10 +21,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RUSTC");
     // Where the sources are, for cargo-labelfuzz's build script (DEP_LABELFUZZ_SOURCE): the tool
     // carries them to build the runtime wherever it is installed.
-    println!(
-        "cargo:source={}",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()
-    );
+    let source = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    println!("cargo:source={source}");
+    // By absolute path: a build directory shared with another checkout (CI's clean clone)
+    // must not keep handing out that checkout's path once it is gone.
+    println!("cargo:rerun-if-changed={source}/Cargo.toml");
 
     // The comparison interceptors go into every fuzzer whole: nothing refers to them by name,
     // they replace libc's routines by being linked into the executable.

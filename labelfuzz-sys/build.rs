@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 fn main() {
     // Where the sources are, for cargo-labelfuzz's build script (DEP_LABELFUZZ_SYS_SOURCE).
-    println!(
-        "cargo:source={}",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()
-    );
+    let source = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    println!("cargo:source={source}");
+    // By absolute path: a build directory shared with another checkout (CI's clean clone)
+    // must not keep handing out that checkout's path once it is gone.
+    println!("cargo:rerun-if-changed={source}/Cargo.toml");
     println!("cargo:rerun-if-env-changed=LABELFUZZ_RUNTIME");
     if std::env::var_os("CARGO_FEATURE_LINK_RUNTIME").is_none() {
         return;
