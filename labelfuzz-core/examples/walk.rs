@@ -45,7 +45,12 @@ fn main() {
         let improved = replay.record(input, n, labels).improved;
         if !improved.is_empty() {
             let improved: Vec<String> = improved.iter().map(ToString::to_string).collect();
-            println!("| {} | `{}` | {} |", n + 1, text(input), improved.join(", "));
+            println!(
+                "| {} | `{}` | {} |",
+                n + 1,
+                text(input),
+                improved.join(", ")
+            );
         }
     }
     println!();

@@ -36,6 +36,26 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("workers", "--cores", Scale::JobsToCores),
 ];
 
+/// Each of our flags that libFuzzer spells otherwise (by clap's id, the field's name), with its
+/// libFuzzer names and the value each takes (`None`: the same as ours), in the table's order.
+pub(super) fn spellings_by_flag() -> Vec<(String, Vec<(&'static str, Option<&'static str>)>)> {
+    let mut by_flag: Vec<(String, Vec<_>)> = Vec::new();
+    for &(name, ours, scale) in LIBFUZZER_FLAGS {
+        let id = ours.trim_start_matches('-').replace('-', "_");
+        let value = match scale {
+            Scale::Switch => Some("1"),
+            Scale::SecondsToMillis => Some("SECS"),
+            Scale::JobsToCores => Some("N"),
+            Scale::Same => None,
+        };
+        match by_flag.iter_mut().find(|(flag, _)| *flag == id) {
+            Some((_, spellings)) => spellings.push((name, value)),
+            None => by_flag.push((id, vec![(name, value)])),
+        }
+    }
+    by_flag
+}
+
 /// Every other flag of libFuzzer's `FuzzerFlags.def` (LLVM 19): accepted, warned about and
 /// ignored, so that scripts written for libFuzzer run unchanged.
 const LIBFUZZER_IGNORED_FLAGS: &[&str] = &[

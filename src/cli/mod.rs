@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{FromArgMatches, Parser};
 
 use crate::config::{Config, Limits, Mode};
 
@@ -22,12 +22,15 @@ use crate::config::{Config, Limits, Mode};
 #[command(
     version,
     about,
-    after_help = "Subcommand: `reduce [flags] FILE...` runs the files, shrinks every crash they \
-                  show to its minimum (in grammar mode with the grammar reducer), prints it and \
-                  stops. `report [DIR]` writes DIR/report.html (default out), a self-contained \
-                  page of the run's plots, crash labels and corpus.\nlibFuzzer spellings are accepted too: -max_total_time=N -runs=N -seed=N \
-                  -timeout=SECS -max_len=N.\nExit status: 0 when no crash was found, 1 when one \
-                  was, 2 on a usage or I/O error."
+    after_help = "Subcommands: `reduce [flags] FILE...` runs the files, shrinks every crash \
+                  they show to its minimum (in grammar mode with the grammar reducer), prints it \
+                  and stops. `report [DIR]` writes DIR/report.html (default out), a \
+                  self-contained page of the run's plots, crash labels and corpus.\n\
+                  Every libFuzzer flag is accepted in its -name=value form; the ones that have a \
+                  meaning here are named in [libFuzzer: ...] above, the others are ignored with \
+                  a warning.\n\
+                  Exit status: 0 when no crash was found, 1 when one was, 2 on a usage or I/O \
+                  error."
 )]
 pub struct Options {
     /// Directories of seed inputs (optional: the run starts from the empty input). Given only
@@ -77,16 +80,16 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = crate::pattern::Settings::DEFAULT.budget)]
     pub pattern_budget: usize,
 
-    /// Make only inputs of printable ASCII and whitespace (libFuzzer: -only_ascii=1).
+    /// Make only inputs of printable ASCII and whitespace.
     #[arg(long)]
     pub only_ascii: bool,
 
     /// Silence the target: 1 closes its stdout, 2 its stderr, 3 both; the fuzzer's own lines
-    /// still reach stderr (libFuzzer: -close_fd_mask=N).
+    /// still reach stderr.
     #[arg(long, value_name = "MASK", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub close_fd_mask: u8,
 
-    /// Comparisons are labels too, per operand bits matched (libFuzzer: -use_value_profile=1):
+    /// Comparisons are labels too, per operand bits matched:
     /// magic values are approached a bit at a time, at some cost in speed.
     #[arg(long)]
     pub use_value_profile: bool,
@@ -103,11 +106,11 @@ pub struct Options {
     #[arg(long)]
     pub libfuzzer_report: bool,
 
-    /// Exit status for a crash in libFuzzer-shaped reporting (libFuzzer: -error_exitcode).
+    /// Exit status for a crash in libFuzzer-shaped reporting.
     #[arg(long, value_name = "N", default_value_t = 77)]
     pub error_exitcode: i32,
 
-    /// Exit status for a timeout in libFuzzer-shaped reporting (libFuzzer: -timeout_exitcode).
+    /// Exit status for a timeout in libFuzzer-shaped reporting.
     #[arg(long, value_name = "N", default_value_t = 70)]
     pub timeout_exitcode: i32,
 
@@ -137,21 +140,21 @@ pub struct Options {
     )]
     pub only: Option<PathBuf>,
 
-    /// A dictionary in the libFuzzer/AFL format (`name="token"` lines; libFuzzer's `-dict=`,
-    /// AFL's `-x`): havoc mutants insert its tokens and overwrite bytes with them.
+    /// A dictionary in the libFuzzer/AFL format (`name="token"` lines; AFL's `-x`): havoc
+    /// mutants insert its tokens and overwrite bytes with them.
     #[arg(short = 'x', long, value_name = "FILE")]
     pub dict: Vec<PathBuf>,
 
-    /// Also write every crash reproducer to `<PREFIX><file name>` (libFuzzer's
-    /// `-artifact_prefix=`; a directory must end in `/` and exist).
+    /// Also write every crash reproducer to `<PREFIX><file name>` (a directory must end in `/`
+    /// and exist).
     #[arg(long, value_name = "PREFIX")]
     pub artifact_prefix: Option<String>,
 
-    /// Also write every crash reproducer to this one file (libFuzzer's `-exact_artifact_path=`).
+    /// Also write every crash reproducer to this one file.
     #[arg(long, value_name = "FILE")]
     pub exact_artifact_path: Option<PathBuf>,
 
-    /// At the end, print libFuzzer's `stat::` lines (`-print_final_stats=1`).
+    /// At the end, print libFuzzer's `stat::` lines.
     #[arg(long)]
     pub print_final_stats: bool,
 
@@ -169,8 +172,8 @@ pub struct Options {
     #[arg(long)]
     pub replay: bool,
 
-    /// libFuzzer's `-merge=1`: run the inputs of every corpus directory once and add to the
-    /// first one the simplest input of each label it does not hold yet (add-only).
+    /// Run the inputs of every corpus directory once and add to the first one the simplest
+    /// input of each label it does not hold yet (add-only).
     #[arg(long)]
     pub merge: bool,
 
@@ -181,7 +184,7 @@ pub struct Options {
     pub grow_corpus: bool,
 
     /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
-    /// an LLMP broker; libFuzzer's `-jobs=N` means `--cores 0-(N-1)`. Default: one process.
+    /// an LLMP broker (`-jobs=N` means `--cores 0-(N-1)`). Default: one process.
     #[arg(long, value_name = "LIST", value_parser = crate::config::parse_cores)]
     pub cores: Option<crate::config::CoreList>,
 
@@ -227,6 +230,28 @@ pub use libfuzzer::{translate_libfuzzer_flags, Translated};
 pub use run::{main_for_target, main_for_typed_target};
 
 impl Options {
+    /// The command line: clap's, from this struct's fields and their help, with each flag's
+    /// libFuzzer spelling (from libFuzzer's table) added to its help.
+    #[must_use]
+    pub fn command() -> clap::Command {
+        let mut command = <Options as clap::CommandFactory>::command();
+        for (flag, spellings) in libfuzzer::spellings_by_flag() {
+            command = command.mut_arg(flag, |arg| {
+                let ours = arg
+                    .get_value_names()
+                    .and_then(|names| names.first())
+                    .map_or_else(|| "N".to_string(), ToString::to_string);
+                let spelled: Vec<String> = spellings
+                    .iter()
+                    .map(|(name, value)| format!("-{name}={}", value.unwrap_or(&ours)))
+                    .collect();
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                arg.help(format!("{help} [libFuzzer: {}]", spelled.join(", ")))
+            });
+        }
+        command
+    }
+
     /// Parses a full argument list (program name first), accepting libFuzzer spellings.
     pub fn parse_args(mut args: Vec<OsString>) -> Result<Self, clap::Error> {
         let mut reduce = args.get(1).is_some_and(|a| a == "reduce");
@@ -243,7 +268,8 @@ impl Options {
         for warning in &translated.warnings {
             eprintln!("labelfuzz: warning: {warning}");
         }
-        let mut options = Options::try_parse_from(translated.args)?;
+        let matches = Options::command().try_get_matches_from(translated.args)?;
+        let mut options = Options::from_arg_matches(&matches)?;
         options.libfuzzer_report |= translated.libfuzzer_style;
         if reduce {
             if options.corpus.is_empty() || options.corpus.iter().any(|p| !p.is_file()) {
@@ -368,6 +394,62 @@ mod tests {
                 .map(OsString::from)
                 .collect(),
         )
+    }
+
+    /// The README's copy of `--help`, between these markers.
+    const README_BEGIN: &str = "<!-- FUZZER --help: begin -->\n```text\n";
+    const README_END: &str = "```\n<!-- FUZZER --help: end -->";
+
+    /// `--help` as the README shows it (any fuzzer binary prints it under its own name).
+    fn help_text() -> String {
+        Options::command()
+            .bin_name("FUZZER")
+            .term_width(100)
+            .render_help()
+            .to_string()
+    }
+
+    #[test]
+    fn the_readme_shows_the_help_the_fuzzer_prints() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let begin = readme
+            .find(README_BEGIN)
+            .expect("README has the flag block's markers");
+        let end = readme
+            .find(README_END)
+            .expect("README has the flag block's end marker");
+        let shown = &readme[begin + README_BEGIN.len()..end];
+        let help = help_text();
+        let help = help.trim_end().to_string() + "\n";
+        if shown != help && std::env::var_os("LABELFUZZ_BLESS_README").is_some() {
+            let updated = format!(
+                "{}{help}{}",
+                &readme[..begin + README_BEGIN.len()],
+                &readme[end..]
+            );
+            std::fs::write(&path, updated).unwrap();
+            return;
+        }
+        assert!(
+            shown == help,
+            "README.md's flag block differs from --help; rerun with LABELFUZZ_BLESS_README=1 to \
+             copy it:\n{help}"
+        );
+    }
+
+    #[test]
+    fn every_libfuzzer_spelling_names_one_of_our_flags() {
+        // `mut_arg` panics on an id that is not a flag; the help names each spelling.
+        let help = help_text();
+        for (_, spellings) in libfuzzer::spellings_by_flag() {
+            for (name, _) in spellings {
+                assert!(
+                    help.contains(&format!("-{name}=")),
+                    "-{name} is not in --help"
+                );
+            }
+        }
     }
 
     #[test]
