@@ -36,10 +36,13 @@ const LIBFUZZER_FLAGS: &[(&str, &str, Scale)] = &[
     ("workers", "--cores", Scale::JobsToCores),
 ];
 
+/// A libFuzzer flag's name and the value it takes (`None`: the same as our flag's).
+pub(super) type Spelling = (&'static str, Option<&'static str>);
+
 /// Each of our flags that libFuzzer spells otherwise (by clap's id, the field's name), with its
 /// libFuzzer names and the value each takes (`None`: the same as ours), in the table's order.
-pub(super) fn spellings_by_flag() -> Vec<(String, Vec<(&'static str, Option<&'static str>)>)> {
-    let mut by_flag: Vec<(String, Vec<_>)> = Vec::new();
+pub(super) fn spellings_by_flag() -> Vec<(String, Vec<Spelling>)> {
+    let mut by_flag: Vec<(String, Vec<Spelling>)> = Vec::new();
     for &(name, ours, scale) in LIBFUZZER_FLAGS {
         let id = ours.trim_start_matches('-').replace('-', "_");
         let value = match scale {
