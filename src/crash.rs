@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::labels::CrashKind;
 use crate::labels::Label;
+use crate::signals::in_standard_library;
 
 /// What went wrong in one failing execution.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,7 +134,22 @@ pub fn record_panic(location: String, message: String) {
 
 /// [`record_panic`] with the panicking thread's stack (offsets in the executable, innermost
 /// first), for the libFuzzer-shaped crash report.
-pub fn record_panic_with_stack(location: String, message: String, frames: Vec<usize>) {
+pub fn record_panic_with_stack(location: String, message: String, mut frames: Vec<usize>) {
+    // A panic raised inside the standard library (a slice index, an `unwrap`, an overflow check
+    // in library code) is labelled where the program called it: the library's line is shared
+    // by every such panic anywhere in the program.
+    let in_library = location
+        .rsplitn(3, ':')
+        .nth(2)
+        .is_some_and(in_standard_library);
+    let location = if in_library {
+        if frames.is_empty() {
+            frames = crate::signals::current_stack(PANIC_STACK_FRAMES);
+        }
+        program_location(&frames, &message).unwrap_or(location)
+    } else {
+        location
+    };
     let message: String = message
         .lines()
         .next()
@@ -149,6 +165,68 @@ pub fn record_panic_with_stack(location: String, message: String, frames: Vec<us
             frames,
         });
     });
+}
+
+/// Frames walked to find where the program called a panicking library function: the panic
+/// machinery's come first.
+const PANIC_STACK_FRAMES: usize = 64;
+
+/// Whether `name` is a function of the standard library, the panic machinery or the fuzzer.
+fn is_library_function(name: &str) -> bool {
+    let name = name.trim_start_matches('<');
+    // `backtrace::` walks the stack for us: its frames come first.
+    [
+        "core::",
+        "alloc::",
+        "std::",
+        "backtrace::",
+        "__rustc",
+        "rust_begin_unwind",
+        "rust_panic",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
+        || crate::signals::is_fuzzer_function(name)
+}
+
+/// The label location of a panic raised inside the standard library: the nearest frame of the
+/// program on `frames` (its `file:line:col` where debug information has it, else its function),
+/// with the kind of panic the message states. `None` when no frame of the program is found.
+fn program_location(frames: &[usize], message: &str) -> Option<String> {
+    let place = frames.iter().find_map(|&frame| {
+        // Innermost inlined call first: the library's inlined code, then the caller's line.
+        crate::signals::frame_lines(frame)
+            .into_iter()
+            .find_map(|line| {
+                let in_program = !is_library_function(&line.function)
+                    && line
+                        .source
+                        .as_deref()
+                        .is_none_or(|s| !in_standard_library(s));
+                in_program.then(|| line.source.unwrap_or(line.function))
+            })
+    })?;
+    Some(format!("{place} ({})", panic_kind(message)))
+}
+
+/// What kind of panic a message states, without what the input decided: its first clause, with
+/// every number written `N` (`range end index N out of range for slice of length N`).
+fn panic_kind(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("");
+    let clause = [": ", "; "]
+        .iter()
+        .filter_map(|separator| first.find(separator))
+        .min()
+        .map_or(first, |end| &first[..end]);
+    let mut kind = String::new();
+    for c in clause.chars().take(120) {
+        if !c.is_ascii_digit() {
+            kind.push(c);
+        } else if !kind.ends_with('N') {
+            kind.push('N');
+        }
+    }
+    kind.trim().to_string()
 }
 
 /// Makes a call to `exit()` from inside the target a crash (kind `exit`) instead of the silent
@@ -253,6 +331,30 @@ impl<I, S> Observer<I, S> for CrashObserver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_kind_keeps_nothing_the_input_decided() {
+        assert_eq!(
+            panic_kind("range end index 1027 out of range for slice of length 5"),
+            "range end index N out of range for slice of length N"
+        );
+        assert_eq!(
+            panic_kind("index out of bounds: the len is 3 but the index is 5"),
+            "index out of bounds"
+        );
+        assert_eq!(
+            panic_kind("byte index 5 is not a char boundary; it is inside 'é'"),
+            "byte index N is not a char boundary"
+        );
+        assert_eq!(
+            panic_kind("called `Option::unwrap()` on a `None` value"),
+            "called `Option::unwrap()` on a `None` value"
+        );
+        assert!(in_standard_library(
+            "/rustc/0123abcd/library/core/src/slice/index.rs"
+        ));
+        assert!(!in_standard_library("src/lib.rs"));
+    }
 
     #[test]
     fn caught_panic_is_named_by_its_location() {

@@ -351,7 +351,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
             "--rss-limit-mb",
             "256",
             // The runs bound the test; the time limit only guards against a hang, and leaves
-            // room for a loaded machine (seven faults, each restarting the process).
+            // room for a loaded machine (eight faults, seven restarting the process).
             "--max-time",
             "180",
             "--runs",
@@ -378,7 +378,19 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     };
     let abort = expect(b"A!", "signal", "SIGABRT at ");
     assert!(abort.contains("std::process::abort"), "{abort}");
-    let null = expect(b"N!", "signal", "SIGSEGV at faults::null_write+");
+    // With debug information, a signal's site is the faulting source line.
+    let null = expect(b"N!", "signal", "SIGSEGV at ");
+    assert!(
+        null.contains("faults/src/main.rs:") && null.contains(" in faults::null_write"),
+        "{null}"
+    );
+    // A panic inside `core` is labelled where this crate called it.
+    let slice = expect(b"I!", "panic", "");
+    assert!(
+        slice.contains("faults/src/main.rs:")
+            && slice.ends_with("(range start index N out of range for slice of length N)"),
+        "{slice}"
+    );
     let overflow = expect(
         b"S!",
         "stack-overflow",
@@ -400,7 +412,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_ne!(abort, null);
     assert_eq!(
         crashes.len(),
-        7,
+        8,
         "one label per bug, no duplicates: {by_input:?}"
     );
     for crash in crashes {

@@ -17,8 +17,10 @@ use std::sync::OnceLock;
 pub use defer::install_alarm_guard;
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
 use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
+pub(crate) use site::frame_lines;
 pub use site::{
-    collapse_recursion, current_stack, describe_frames, recursive_cycle, stack_lines, StackLine,
+    collapse_recursion, current_stack, describe_frames, in_standard_library, is_fuzzer_function,
+    recursive_cycle, stack_lines, StackLine,
 };
 
 /// How close to the stack pointer a fault must be to count as a stack overflow.

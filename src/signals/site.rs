@@ -54,19 +54,25 @@ impl SignalSite {
             .filter_map(|(start, _)| functions.iter().find(|(_, s, _)| s == start))
             .map(|(frame, _, _)| *frame)
             .collect();
-        // The faulting function with the instruction's offset, then the nearest callers on the
-        // collapsed path: `parse_term+0x2a < parse_expr < parse`.
+        // The faulting source line (with debug information) or function with the instruction's
+        // offset, then the nearest callers on the collapsed path: `calc.c:42 in parse_term <
+        // parse_expr < parse`, or `parse_term+0x2a < parse_expr < parse`.
         let site = match functions.first() {
             None => String::new(),
-            Some((frame, start, name)) => std::iter::once(format!("{name}+{:#x}", frame - start))
-                .chain(
-                    path.iter()
-                        .skip(1)
-                        .take(SITE_FUNCTIONS - 1)
-                        .map(|(_, n)| n.clone()),
-                )
-                .collect::<Vec<_>>()
-                .join(" < "),
+            Some((frame, start, name)) => {
+                let (head, faulting_function) = self.fault_head(*frame, *start, name);
+                // The head names the faulting function; where the fault was inlined, the
+                // function it was inlined into is the first caller.
+                let callers = path
+                    .iter()
+                    .map(|(_, n)| n.clone())
+                    .skip_while(|n| *n == faulting_function)
+                    .take(SITE_FUNCTIONS - 1);
+                std::iter::once(head)
+                    .chain(callers)
+                    .collect::<Vec<_>>()
+                    .join(" < ")
+            }
         };
         let location = match &self.cause {
             AbortCause::Sanitizer(report) => format!("{} {} at {site}", report.tool, report.bug),
@@ -81,6 +87,35 @@ impl SignalSite {
             _ => format!("{} at {site}", self.signal_name()),
         };
         (location, site_frames)
+    }
+
+    /// The head of the site: the faulting source line and the function it was written in
+    /// (the innermost inlined one) where debug information has them, so that copies of one
+    /// line the compiler inlined or duplicated are one label; else the function and the
+    /// instruction's offset in it.
+    /// Returns the head and the function it names.
+    fn fault_head(&self, frame: usize, start: usize, name: &str) -> (String, String) {
+        let exact = self.frames.first() == Some(&frame) && self.faulted_in_executable;
+        let lookup = if exact {
+            frame
+        } else {
+            frame.saturating_sub(1)
+        };
+        // Innermost inlined call first; the standard library's inlined code (`black_box`, a
+        // slice check) is where every program faults alike, so its caller's line is taken.
+        let in_program = frame_lines(lookup).into_iter().find(|line| {
+            line.source_line
+                .as_deref()
+                .is_some_and(|source| !in_standard_library(source))
+        });
+        match in_program {
+            Some(StackLine {
+                source_line: Some(line),
+                function,
+                ..
+            }) => (format!("{line} in {function}"), function),
+            _ => (format!("{name}+{:#x}", frame - start), name.to_string()),
+        }
     }
 
     /// The target's frames with their functions, innermost first: `(frame, start, name)`, an
@@ -105,7 +140,7 @@ impl SignalSite {
                     None => (frame, frame, format!("exe+{frame:#x}")),
                 }
             })
-            .filter(|(_, _, name)| !name.starts_with("labelfuzz::"))
+            .filter(|(_, _, name)| !is_fuzzer_function(name))
             .collect()
     }
 
@@ -143,6 +178,36 @@ pub fn describe_frames(frames: &[usize]) -> String {
     names.join(" < ")
 }
 
+/// Whether `name` is a function of labelfuzz or LibAFL: the frames between the fuzzer and the
+/// target are the same for every bug, so they are never part of a crash label.
+#[must_use]
+pub fn is_fuzzer_function(name: &str) -> bool {
+    // `labelfuzz`, `labelfuzz_harness`, `labelfuzz_sys` and the runtime's C entry points
+    // (`labelfuzz_rt_panicked`); `fuzz_target!` expands into the target's crate as
+    // `my_fuzz::__labelfuzz_sys_run`.
+    const FUZZER_PREFIXES: [&str; 2] = ["labelfuzz", "libafl"];
+    let name = name.trim_start_matches('<');
+    FUZZER_PREFIXES
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || name.contains("::__labelfuzz")
+}
+
+/// Whether `file`, a source file as debug information or a panic location names it, is Rust's
+/// standard library (`/rustc/<hash>/library/…` from rustup's toolchains, `…/library/<crate>/src/…`
+/// from a local build).
+#[must_use]
+pub fn in_standard_library(file: &str) -> bool {
+    file.starts_with("/rustc/")
+        || [
+            "library/core/src/",
+            "library/alloc/src/",
+            "library/std/src/",
+        ]
+        .iter()
+        .any(|dir| file.contains(dir))
+}
+
 /// One symbolized frame in a sanitizer-style stack line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StackLine {
@@ -152,21 +217,24 @@ pub struct StackLine {
     pub function: String,
     /// `file:line:col` where debug information has it.
     pub source: Option<String>,
+    /// `file:line`, the same without the column (two expressions of one line are one site).
+    pub source_line: Option<String>,
 }
 
 /// The functions at `frame` (an offset in the executable), innermost inlined call first and
 /// the real function last; empty when nothing is known of it.
-fn frame_lines(frame: usize) -> Vec<StackLine> {
+pub(crate) fn frame_lines(frame: usize) -> Vec<StackLine> {
     super::locate_executable();
     let address = EXE_BASE.load(Ordering::Relaxed) + frame;
     let mut lines = Vec::new();
     backtrace::resolve(address as *mut c_void, |symbol| {
-        let source = match (symbol.filename(), symbol.lineno()) {
-            (Some(file), Some(line)) => Some(match symbol.colno() {
-                Some(col) => format!("{}:{line}:{col}", file.display()),
-                None => format!("{}:{line}", file.display()),
-            }),
+        let source_line = match (symbol.filename(), symbol.lineno()) {
+            (Some(file), Some(line)) => Some(format!("{}:{line}", file.display())),
             _ => None,
+        };
+        let source = match (&source_line, symbol.colno()) {
+            (Some(line), Some(col)) => Some(format!("{line}:{col}")),
+            (line, _) => line.clone(),
         };
         lines.push(StackLine {
             address,
@@ -174,6 +242,7 @@ fn frame_lines(frame: usize) -> Vec<StackLine> {
                 .name()
                 .map_or_else(|| format!("exe+{frame:#x}"), |n| format!("{n:#}")),
             source,
+            source_line,
         });
     });
     lines
@@ -191,6 +260,7 @@ pub fn stack_lines(frames: &[usize]) -> Vec<StackLine> {
                 address: EXE_BASE.load(Ordering::Relaxed) + frame,
                 function: format!("exe+{frame:#x}"),
                 source: None,
+                source_line: None,
             });
         } else {
             lines.extend(resolved);

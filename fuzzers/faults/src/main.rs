@@ -7,7 +7,9 @@
 //!   labelled by both functions;
 //! - `L!`: an endless loop → timeout;
 //! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash;
-//! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`.
+//! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`;
+//! - `I!`: a range past the end of a vector to drain, a panic raised inside `core` → labelled by the line of
+//!   this crate that sliced, not by `core`'s.
 
 #![no_main]
 
@@ -65,6 +67,14 @@ fn hoard_memory() -> usize {
 }
 
 #[inline(never)]
+fn drain_past_end(data: &[u8]) -> usize {
+    // Indexing reports the caller's line itself (`#[track_caller]`); `drain`'s range check
+    // reports `core`'s.
+    let mut bytes = data.to_vec();
+    bytes.drain(data.len() + black_box(2)..).count()
+}
+
+#[inline(never)]
 fn hang() {
     loop {
         black_box(());
@@ -92,5 +102,8 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if tagged(data, b'X') {
         std::process::exit(0);
+    }
+    if tagged(data, b'I') {
+        black_box(drain_past_end(data));
     }
 });
