@@ -109,8 +109,45 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
     let _ = std::fs::remove_dir_all(&dir);
     let profiles = dir.join("profiles");
     std::fs::create_dir_all(&profiles).map_err(|e| LabelfuzzError::io("create", &profiles, e))?;
-    // A crash ends a process and takes its profile with it: the corpus is replayed in one
-    // process, each crash reproducer in one of its own.
+    let raw = replay_for_profiles(&exe, out, &dir, &profiles)?;
+    let merged = dir.join("merged.profdata");
+    let bin = merge_profiles(&raw, &merged)?;
+    let cov = |args: &[&str]| {
+        output_of(
+            Command::new(bin.join("llvm-cov"))
+                .args(args)
+                .arg(&exe)
+                .arg(format!("-instr-profile={}", merged.display()))
+                .arg(format!("-ignore-filename-regex={}", ignored_files())),
+        )
+        .map_err(|e| failure(format!("llvm-cov {}: {e}", args.join(" "))))
+    };
+    cov(&[
+        "show",
+        "-format=html",
+        &format!("-output-dir={}", dir.display()),
+    ])?;
+    let totals: Value = serde_json::from_slice(&cov(&["export", "-summary-only"])?)
+        .map_err(|e| failure(format!("llvm-cov export printed no JSON: {e}")))?;
+    let lcov = cov(&["export", "-format=lcov"])?;
+    let summary = coverage_summary(&totals, &String::from_utf8_lossy(&lcov), raw.len());
+    let path = dir.join("summary.json");
+    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+    std::fs::write(&path, text).map_err(|e| LabelfuzzError::io("write", &path, e))?;
+    let _ = std::fs::remove_dir_all(&profiles);
+    let _ = std::fs::remove_dir_all(dir.join("replay"));
+    Ok(path)
+}
+
+/// Replays `out`'s inputs through `exe` with profiles written to `profiles`; returns them. A
+/// crash ends a process and takes its profile with it: the corpus is replayed in one process,
+/// each crash reproducer in one of its own.
+fn replay_for_profiles(
+    exe: &Path,
+    out: &Path,
+    dir: &Path,
+    profiles: &Path,
+) -> Result<Vec<PathBuf>, LabelfuzzError> {
     let corpus = out.join("corpus");
     let mut runs: Vec<Vec<PathBuf>> = Vec::new();
     if corpus.is_dir() {
@@ -136,7 +173,7 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
         )));
     }
     for inputs in &runs {
-        let _ = Command::new(&exe)
+        let _ = Command::new(exe)
             .args(["--replay", "-q", "-o"])
             .arg(dir.join("replay"))
             .args(inputs)
@@ -146,8 +183,8 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
             .status();
         let _ = std::fs::remove_dir_all(dir.join("replay"));
     }
-    let raw: Vec<PathBuf> = std::fs::read_dir(&profiles)
-        .map_err(|e| LabelfuzzError::io("read", &profiles, e))?
+    let raw: Vec<PathBuf> = std::fs::read_dir(profiles)
+        .map_err(|e| LabelfuzzError::io("read", profiles, e))?
         .flatten()
         .map(|e| e.path())
         .collect();
@@ -158,14 +195,19 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
             exe.display()
         )));
     }
-    let merged = dir.join("merged.profdata");
+    Ok(raw)
+}
+
+/// Merges the raw profiles into `merged` with the first `llvm-profdata` that reads them;
+/// returns the directory of that LLVM's tools.
+fn merge_profiles(raw: &[PathBuf], merged: &Path) -> Result<PathBuf, LabelfuzzError> {
     let mut errors = Vec::new();
     let tools = tool_dirs().into_iter().find(|bin| {
         let merge = output_of(
             Command::new(bin.join("llvm-profdata"))
                 .args(["merge", "-sparse", "-o"])
-                .arg(&merged)
-                .args(&raw),
+                .arg(merged)
+                .args(raw),
         );
         match merge {
             Ok(_) => true,
@@ -175,31 +217,18 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
             }
         }
     });
-    let Some(bin) = tools else {
-        return Err(failure(format!(
+    tools.ok_or_else(|| {
+        failure(format!(
             "no llvm-profdata reads these profiles (run scripts/bootstrap.sh; tried {})",
             errors.join("; ")
-        )));
-    };
-    let cov = |args: &[&str]| {
-        output_of(
-            Command::new(bin.join("llvm-cov"))
-                .args(args)
-                .arg(&exe)
-                .arg(format!("-instr-profile={}", merged.display()))
-                .arg(format!("-ignore-filename-regex={}", ignored_files())),
-        )
-        .map_err(|e| failure(format!("llvm-cov {}: {e}", args.join(" "))))
-    };
-    cov(&[
-        "show",
-        "-format=html",
-        &format!("-output-dir={}", dir.display()),
-    ])?;
-    let totals: Value = serde_json::from_slice(&cov(&["export", "-summary-only"])?)
-        .map_err(|e| failure(format!("llvm-cov export printed no JSON: {e}")))?;
-    let lcov = cov(&["export", "-format=lcov"])?;
-    let files: Vec<Value> = lines_by_file(&String::from_utf8_lossy(&lcov))
+        ))
+    })
+}
+
+/// `summary.json`: llvm-cov's totals of lines, branches and functions, and per source file the
+/// lines reached and missed (from its lcov export).
+fn coverage_summary(totals: &Value, lcov: &str, profiles: usize) -> Value {
+    let files: Vec<Value> = lines_by_file(lcov)
         .into_iter()
         .map(|(file, (reached, missed))| {
             json!({
@@ -217,19 +246,13 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
             "percent": total[name]["percent"],
         })
     };
-    let summary = json!({
+    json!({
         "lines": pick("lines"),
         "branches": pick("branches"),
         "functions": pick("functions"),
-        "profiles": raw.len(),
+        "profiles": profiles,
         "files": files,
-    });
-    let path = dir.join("summary.json");
-    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-    std::fs::write(&path, text).map_err(|e| LabelfuzzError::io("write", &path, e))?;
-    let _ = std::fs::remove_dir_all(&profiles);
-    let _ = std::fs::remove_dir_all(dir.join("replay"));
-    Ok(path)
+    })
 }
 
 #[cfg(test)]

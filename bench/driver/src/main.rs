@@ -30,6 +30,7 @@
 mod extras;
 mod fuzzers;
 mod ledger;
+mod publish;
 mod reduction;
 mod report;
 mod targets;
@@ -62,6 +63,52 @@ struct Job {
     finished: Option<PathBuf>,
 }
 
+/// What one `cargo make bench` was asked for, read from the environment.
+struct Settings {
+    secs: u64,
+    seeds: u64,
+    measure_every: u64,
+    fresh: bool,
+    /// `BENCH_FUZZERS`: the fuzzers to run (empty: all).
+    fuzzers_to_run: String,
+    /// `BENCH_FUZZERS=none`: only the tables, from the runs already finished.
+    run_none: bool,
+}
+
+impl Settings {
+    fn from_env() -> Self {
+        let secs = env_secs("BENCH_SECS", 600);
+        let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
+        let run_none = fuzzers_to_run.trim() == "none";
+        assert!(
+            run_none
+                || fuzzers_to_run
+                    .split(',')
+                    .filter(|f| !f.trim().is_empty())
+                    .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
+            "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp (or none, for the \
+             tables of the finished runs only)"
+        );
+        Settings {
+            secs,
+            seeds: env_secs("BENCH_SEEDS", 3).max(1),
+            measure_every: env_secs("BENCH_MEASURE_EVERY", if secs <= 1200 { 1 } else { 5 }).max(1),
+            fresh: std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1"),
+            fuzzers_to_run,
+            run_none,
+        }
+    }
+
+    /// Whether `fuzzer` is to be run (rather than only read from its finished runs).
+    fn runs(&self, fuzzer: Fuzzer) -> bool {
+        !self.run_none && self.fuzzers_to_run.is_empty()
+            || self
+                .fuzzers_to_run
+                .split(',')
+                .any(|f| f.trim() == fuzzer.dir_name())
+    }
+}
+
 fn main() {
     let only: Vec<String> = std::env::var("BENCH_ONLY")
         .unwrap_or_default()
@@ -76,39 +123,9 @@ fn main() {
         std::fs::write(work.join("results.md"), &text).expect("results.md");
         return;
     }
-
-    let secs = env_secs("BENCH_SECS", 600);
-    let seeds = env_secs("BENCH_SEEDS", 3).max(1);
-    let measure_every = env_secs("BENCH_MEASURE_EVERY", if secs <= 1200 { 1 } else { 5 }).max(1);
-    let fresh = std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1");
-    let chosen = std::env::var("BENCH_TARGETS").unwrap_or_default();
-    let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
-    // `none`: only the tables, from the runs already finished (the kept records).
-    let run_none = fuzzers_to_run.trim() == "none";
-    assert!(
-        run_none
-            || fuzzers_to_run
-                .split(',')
-                .filter(|f| !f.trim().is_empty())
-                .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
-        "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp (or none, for the tables \
-         of the finished runs only)"
-    );
-    let targets: Vec<&'static Target> = TARGETS
-        .iter()
-        .filter(|t| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == t.name))
-        .collect();
-    assert!(
-        !targets.is_empty(),
-        "BENCH_TARGETS names no target; the targets are: {}",
-        TARGETS
-            .iter()
-            .map(|t| t.name)
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let cpus = cpus();
-    let bench = root().join(format!("target/bench/{secs}s"));
+    let settings = Settings::from_env();
+    let targets = chosen_targets();
+    let bench = root().join(format!("target/bench/{}s", settings.secs));
     std::fs::create_dir_all(&bench).expect("bench directory");
 
     // Fingerprinted before and after building, so that a record never names sources its
@@ -122,28 +139,54 @@ fn main() {
     let fingerprints = fingerprint_all();
     let builds: Vec<Option<Builds>> = targets
         .iter()
-        .map(|t| (!run_none).then(|| t.build()))
+        .map(|t| (!settings.run_none).then(|| t.build()))
         .collect();
     assert!(
         fingerprints == fingerprint_all(),
         "the sources changed while the benchmark was building; run it again"
     );
+    let jobs = plan_jobs(&settings, &targets, &fingerprints, &bench);
+    let all = run_jobs(&settings, jobs, &targets, &builds, &bench);
+    publish::write_results(&settings, &targets, &all, &bench);
+}
 
-    // Seeds outermost: a benchmark cut short still has every target and fuzzer once.
+/// The targets `BENCH_TARGETS` names (all by default).
+fn chosen_targets() -> Vec<&'static Target> {
+    let chosen = std::env::var("BENCH_TARGETS").unwrap_or_default();
+    let targets: Vec<&'static Target> = TARGETS
+        .iter()
+        .filter(|t| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == t.name))
+        .collect();
+    assert!(
+        !targets.is_empty(),
+        "BENCH_TARGETS names no target; the targets are: {}",
+        TARGETS
+            .iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    targets
+}
+
+/// Every (target, fuzzer, seed) to run or to read, seeds outermost: a benchmark cut short still
+/// has every target and fuzzer once. Returned in reverse, to be popped.
+fn plan_jobs(
+    settings: &Settings,
+    targets: &[&'static Target],
+    fingerprints: &[Vec<String>],
+    bench: &Path,
+) -> Vec<Job> {
     let mut jobs = Vec::new();
-    for seed in 1..=seeds {
+    for seed in 1..=settings.seeds {
         for (target, chosen_target) in targets.iter().enumerate() {
             for (fuzzer, fingerprint) in Fuzzer::ALL.into_iter().zip(&fingerprints[target]) {
-                let run = !run_none && fuzzers_to_run.is_empty()
-                    || fuzzers_to_run
-                        .split(',')
-                        .any(|f| f.trim() == fuzzer.dir_name());
+                let run = settings.runs(fuzzer);
                 // The kept record first: it is what the tables were published from.
-                let record = ledger::record_path(secs, chosen_target.name, fuzzer, seed);
+                let record = ledger::record_path(settings.secs, chosen_target.name, fuzzer, seed);
                 let finished = [
                     record.clone(),
-                    fuzzers::run_dir(&bench, chosen_target.name, fuzzer, seed)
-                        .join("measured.json"),
+                    fuzzers::run_dir(bench, chosen_target.name, fuzzer, seed).join("measured.json"),
                 ]
                 .into_iter()
                 .find(|file| read_json(file)["build"].as_str() == Some(fingerprint.as_str()));
@@ -172,106 +215,98 @@ fn main() {
         }
     }
     jobs.reverse();
+    jobs
+}
+
+/// Runs (or reads) the jobs, one per core at a time; returns every result, sorted.
+fn run_jobs(
+    settings: &Settings,
+    jobs: Vec<Job>,
+    targets: &[&'static Target],
+    builds: &[Option<Builds>],
+    bench: &Path,
+) -> Vec<Measured> {
     let queue = Mutex::new(jobs);
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for &cpu in &cpus {
-            let (queue, results, targets, builds, bench) =
-                (&queue, &results, &targets, &builds, &bench);
+        for cpu in cpus() {
+            let (queue, results) = (&queue, &results);
             scope.spawn(move || loop {
                 let Some(job) = queue.lock().expect("queue").pop() else {
                     break;
                 };
-                let target = targets[job.target];
-                let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
-                let record = ledger::record_path(secs, target.name, job.fuzzer, job.seed);
-                let measured_here = dir.join("measured.json");
-                let measured = match &job.finished {
-                    Some(file) if !fresh || !job.run => {
-                        // A run finished before records were kept gets one now.
-                        if file == &measured_here {
-                            ledger::keep(&measured_here, &record);
-                        }
-                        load(target, job.fuzzer, job.seed, file)
-                    }
-                    _ => {
-                        if !util::wait_for_idle_core(cpu, Duration::from_secs(600)) {
-                            eprintln!(
-                                "bench: error: core {cpu} stayed busy for ten minutes; {} on {} \
-                                 (seed {}) is not run (a fuzzer sharing its core would be \
-                                 measured at half speed)",
-                                job.fuzzer.name(),
-                                target.name,
-                                job.seed
-                            );
-                            continue;
-                        }
-                        eprintln!(
-                            "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
-                            job.fuzzer.name(),
-                            target.name,
-                            job.seed
-                        );
-                        let builds = builds[job.target].as_ref().expect("built when runs are");
-                        let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
-                        util::kill_leftovers(&dir);
-                        measure(
-                            target,
-                            builds,
-                            &run,
-                            &dir,
-                            measure_every,
-                            cpu,
-                            &job.fingerprint,
-                        );
-                        ledger::keep(&measured_here, &record);
-                        load(target, job.fuzzer, job.seed, &record)
-                    }
-                };
-                if let Some(last) = measured.points.last() {
-                    eprintln!(
-                        "bench: {} on {} (seed {}): {} branches, {} lines, {} entries",
-                        job.fuzzer.name(),
-                        target.name,
-                        job.seed,
-                        last.coverage.branches,
-                        last.coverage.lines,
-                        last.entries
-                    );
+                if let Some(measured) = run_job(settings, &job, targets, builds, bench, cpu) {
+                    results.lock().expect("results").push(measured);
                 }
-                results.lock().expect("results").push(measured);
             });
         }
     });
     let mut all = results.into_inner().expect("results");
     all.sort_by_key(|m| (m.target.name, m.fuzzer.name(), m.seed));
+    all
+}
 
-    let tables = report::tables(&targets, &all, secs, seeds);
-    let plots = bench.join("plots");
-    std::fs::create_dir_all(&plots).expect("plots directory");
-    for target in &targets {
-        let svg = report::plot(target, &all, secs);
-        std::fs::write(plots.join(format!("{}.svg", target.name)), svg).expect("plot");
-    }
-    write_raw(&bench.join("data.json"), &all);
-    std::fs::write(bench.join("results.md"), &tables).expect("results.md");
-    println!("{tables}");
-    eprintln!(
-        "bench: tables in {0}/results.md, plots in {0}/plots/, raw data in {0}/data.json",
-        bench.display()
-    );
-    if let Ok(file) = std::env::var("BENCH_PUBLISH") {
-        let machines = report::machines(&targets, &all);
-        publish(
-            Path::new(&file),
-            &tables,
-            &machines,
-            &targets,
-            &plots,
-            secs,
-            seeds,
+/// One job on core `cpu`: its finished results, or a fresh run measured and kept. `None` when
+/// the core stayed busy.
+fn run_job(
+    settings: &Settings,
+    job: &Job,
+    targets: &[&'static Target],
+    builds: &[Option<Builds>],
+    bench: &Path,
+    cpu: usize,
+) -> Option<Measured> {
+    let secs = settings.secs;
+    let target = targets[job.target];
+    let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
+    let record = ledger::record_path(secs, target.name, job.fuzzer, job.seed);
+    let measured_here = dir.join("measured.json");
+    let measured = match &job.finished {
+        Some(file) if !settings.fresh || !job.run => {
+            // A run finished before records were kept gets one now.
+            if file == &measured_here {
+                ledger::keep(&measured_here, &record);
+            }
+            load(target, job.fuzzer, job.seed, file)
+        }
+        _ => {
+            if !util::wait_for_idle_core(cpu, Duration::from_secs(600)) {
+                eprintln!(
+                    "bench: error: core {cpu} stayed busy for ten minutes; {} on {} (seed {}) is \
+                     not run (a fuzzer sharing its core would be measured at half speed)",
+                    job.fuzzer.name(),
+                    target.name,
+                    job.seed
+                );
+                return None;
+            }
+            eprintln!(
+                "bench: {} on {} (seed {}) for {secs} s on core {cpu}",
+                job.fuzzer.name(),
+                target.name,
+                job.seed
+            );
+            let builds = builds[job.target].as_ref().expect("built when runs are");
+            let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
+            util::kill_leftovers(&dir);
+            let every = settings.measure_every;
+            measure(target, builds, &run, &dir, every, cpu, &job.fingerprint);
+            ledger::keep(&measured_here, &record);
+            load(target, job.fuzzer, job.seed, &record)
+        }
+    };
+    if let Some(last) = measured.points.last() {
+        eprintln!(
+            "bench: {} on {} (seed {}): {} branches, {} lines, {} entries",
+            job.fuzzer.name(),
+            target.name,
+            job.seed,
+            last.coverage.branches,
+            last.coverage.lines,
+            last.entries
         );
     }
+    Some(measured)
 }
 
 /// The cores to run on: `BENCH_CPUS` or all of them.
@@ -370,109 +405,5 @@ fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, file: &Path) -> Meas
         machine: value["machine"]
             .as_str()
             .map_or_else(util::cpu_model, String::from),
-    }
-}
-
-/// Every run's points in one file, for other tools.
-fn write_raw(path: &Path, all: &[Measured]) {
-    let runs: Vec<Value> = all
-        .iter()
-        .map(|m| {
-            json!({
-                "target": m.target.name,
-                "fuzzer": m.fuzzer.name(),
-                "seed": m.seed,
-                "executions": m.executions,
-                "wall_secs": m.wall_secs,
-                "crashes": m.crashes,
-                "points": m.points.iter().map(|p| json!({
-                    "minute": p.minute,
-                    "branches": p.coverage.branches,
-                    "lines": p.coverage.lines,
-                    "entries": p.entries,
-                    "bytes": p.bytes,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    std::fs::write(path, serde_json::to_vec_pretty(&runs).expect("json")).expect("data.json");
-}
-
-/// Replaces the marked section of a Markdown file with the tables and links to the plots.
-fn publish(
-    file: &Path,
-    tables: &str,
-    machines: &str,
-    targets: &[&Target],
-    plots: &Path,
-    secs: u64,
-    seeds: u64,
-) {
-    let file = if file.is_absolute() {
-        file.to_path_buf()
-    } else {
-        root().join(file)
-    };
-    let plot_dir: PathBuf = root().join(format!("docs/bench/{secs}s"));
-    std::fs::create_dir_all(&plot_dir).expect("docs/bench");
-    let mut links = Vec::new();
-    for target in targets {
-        let name = format!("{}.svg", target.name);
-        std::fs::copy(plots.join(&name), plot_dir.join(&name)).expect("copy a plot");
-        let relative = pathdiff(
-            &plot_dir.join(&name),
-            file.parent().unwrap_or(Path::new(".")),
-        );
-        links.push(format!("[{}]({relative})", target.name));
-    }
-    let begin = format!("<!-- bench:{secs}s:begin -->");
-    let end = format!("<!-- bench:{secs}s:end -->");
-    let text = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("BENCH_PUBLISH: {}: {e}", file.display()));
-    let (Some(a), Some(b)) = (text.find(&begin), text.find(&end)) else {
-        panic!(
-            "BENCH_PUBLISH: {} has no `{begin}` … `{end}` section",
-            file.display()
-        );
-    };
-    let section = format!(
-        "{begin}\nGenerated by `BENCH_SECS={secs} BENCH_SEEDS={seeds} cargo make bench`; plots \
-         of coverage over time: {}.\n\n{machines}{tables}{end}",
-        links.join(", ")
-    );
-    let updated = format!("{}{section}{}", &text[..a], &text[b + end.len()..]);
-    std::fs::write(&file, updated).expect("publish");
-    eprintln!("bench: tables written into {}", file.display());
-}
-
-/// `path` relative to `base` (both under the repository root).
-fn pathdiff(path: &Path, base: &Path) -> String {
-    let path = path.strip_prefix(root()).unwrap_or(path);
-    let base = base.strip_prefix(root()).unwrap_or(base);
-    if let Ok(inside) = path.strip_prefix(base) {
-        return inside.display().to_string();
-    }
-    let ups = base.components().count();
-    let mut relative = PathBuf::new();
-    for _ in 0..ups {
-        relative.push("..");
-    }
-    relative.push(path);
-    relative.display().to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plot_links_are_relative_to_the_published_file() {
-        let plot = root().join("docs/bench/3600s/xz.svg");
-        assert_eq!(pathdiff(&plot, &root()), "docs/bench/3600s/xz.svg");
-        assert_eq!(pathdiff(&plot, &root().join("docs")), "bench/3600s/xz.svg");
-        assert_eq!(
-            pathdiff(&plot, &root().join("notes")),
-            "../docs/bench/3600s/xz.svg"
-        );
     }
 }

@@ -206,10 +206,11 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
     t
 }
 
-/// Coverage over time on one target: per fuzzer the median over seeds, with the min–max band.
-pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
-    let (width, height, left, right, top, bottom) = (720.0, 400.0, 70.0, 150.0, 30.0, 50.0);
-    let minutes = secs.div_ceil(60).max(1);
+/// One fuzzer's curve: (minute, median, min, max) over its seeds.
+type Curve = Vec<(u64, f64, f64, f64)>;
+
+/// Per fuzzer with runs on `target`, its curve over `minutes`; and the highest value met.
+fn curves(target: &Target, all: &[Measured], minutes: u64) -> (Vec<(Fuzzer, Curve)>, f64) {
     let mut series = Vec::new();
     let mut y_max = 1.0_f64;
     for fuzzer in Fuzzer::ALL {
@@ -237,6 +238,14 @@ pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
         }
         series.push((fuzzer, points));
     }
+    (series, y_max)
+}
+
+/// Coverage over time on one target: per fuzzer the median over seeds, with the min–max band.
+pub fn plot(target: &Target, all: &[Measured], secs: u64) -> String {
+    let (width, height, left, right, top, bottom) = (720.0, 400.0, 70.0, 150.0, 30.0, 50.0);
+    let minutes = secs.div_ceil(60).max(1);
+    let (series, y_max) = curves(target, all, minutes);
     let x = |minute: u64| left + (width - left - right) * minute as f64 / minutes as f64;
     let y = |value: f64| height - bottom - (height - top - bottom) * value / (y_max * 1.05);
     let mut svg = String::new();

@@ -1,0 +1,215 @@
+//! The fuzzer's flags, each defined once with its help text: clap's parser, `--help` and the
+//! README's copy of it all come from this struct.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// labelfuzz: keeps the simplest input for every label and shrinks every crash to its minimum.
+#[derive(Parser, Debug, Clone, PartialEq, Eq)]
+#[command(
+    version,
+    about,
+    after_help = "Subcommands: `reduce [flags] FILE...` runs the files, shrinks every crash \
+                  they show to its minimum (in grammar mode with the grammar reducer), prints it \
+                  and stops. `report [DIR]` writes DIR/report.html (default out), a \
+                  self-contained page of the run's plots, crash labels and corpus.\n\
+                  Every libFuzzer flag is accepted in its -name=value form; the ones that have a \
+                  meaning here are named in [libFuzzer: ...] above, the others are ignored with \
+                  a warning.\n\
+                  Exit status: 0 when no crash was found, 1 when one was, 2 on a usage or I/O \
+                  error."
+)]
+pub struct Options {
+    /// Directories of seed inputs (optional: the run starts from the empty input). Given only
+    /// files, as libFuzzer does, the fuzzer runs each once and reports (as with --replay).
+    #[arg(value_name = "CORPUS_DIR")]
+    pub corpus: Vec<PathBuf>,
+
+    /// Output directory: corpus/, crashes/ and summary.json go here (default `out`). Without
+    /// it, as with libFuzzer, new corpus inputs are also added to the first corpus directory
+    /// and reproducers copied to the current directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_time: Option<u64>,
+
+    /// Stop after this many executions.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs: Option<u64>,
+
+    /// Random seed (default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Per-execution timeout in milliseconds; a slower execution is a `timeout` crash label.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+
+    /// Longest input to try, in bytes.
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = positive_usize)]
+    pub max_len: usize,
+
+    /// LibAFL havoc mutants tried per scheduled input, after its expansions (0: expand/shrink
+    /// only). The default won on the benchmark: same bugs, more edges on structured input.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub havoc: usize,
+
+    /// Input-to-state mutants per scheduled input (LibAFL's CmpLog): one run logs the operands
+    /// of the target's comparisons, then mutants write them into the input (0: off).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub cmplog: usize,
+
+    /// Executions each crash label's pattern may cost: after its reproducer is shrunk, parts of
+    /// it are regenerated at random to find which can be anything (`B ? \xff`,
+    /// `((<expr>))`); written to `crashes/<file>.pattern` and `summary.json` (0: off).
+    #[arg(long, value_name = "N", default_value_t = crate::pattern::Settings::DEFAULT.budget)]
+    pub pattern_budget: usize,
+
+    /// Make only inputs of printable ASCII and whitespace.
+    #[arg(long)]
+    pub only_ascii: bool,
+
+    /// Silence the target: 1 closes its stdout, 2 its stderr, 3 both; the fuzzer's own lines
+    /// still reach stderr.
+    #[arg(long, value_name = "MASK", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub close_fd_mask: u8,
+
+    /// Comparisons are labels too, per operand bits matched:
+    /// magic values are approached a bit at a time, at some cost in speed.
+    #[arg(long)]
+    pub use_value_profile: bool,
+
+    /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
+    /// parse them: cov is edges, ft is labels.
+    #[arg(long)]
+    pub libfuzzer_progress: bool,
+
+    /// Crash reports and exit statuses in libFuzzer's shape, for CI tools that read them
+    /// (`==PID== ERROR: libFuzzer: …`, a sanitizer-style stack, `SUMMARY:`, `Test unit written
+    /// to`, `Base64:`; 77 for a crash, 70 for a timeout, 71 for out of memory). On whenever any
+    /// flag is given in libFuzzer's `-name=value` form.
+    #[arg(long)]
+    pub libfuzzer_report: bool,
+
+    /// Exit status for a crash in libFuzzer-shaped reporting.
+    #[arg(long, value_name = "N", default_value_t = 77)]
+    pub error_exitcode: i32,
+
+    /// Exit status for a timeout in libFuzzer-shaped reporting.
+    #[arg(long, value_name = "N", default_value_t = 70)]
+    pub timeout_exitcode: i32,
+
+    /// Memory limit in MiB: an execution that grows the process's resident memory past it is an
+    /// `oom` crash (0: no limit).
+    #[arg(long, value_name = "MB", default_value_t = 2048)]
+    pub rss_limit_mb: usize,
+
+    /// Grammar mode: inputs are choice sequences (one choice per byte) that this JSON grammar
+    /// renders into what the target sees; reproducers get a `.rendered` file beside them.
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<PathBuf>,
+
+    /// With --grammar: rewrite the grammar so that it never produces an input matching this
+    /// crash pattern (a `crashes/*.pattern` file, or an output directory for all of its
+    /// patterns): a long run stops re-finding known bugs. Repeatable.
+    #[arg(long, value_name = "PATTERN", requires = "grammar")]
+    pub avoid: Vec<PathBuf>,
+
+    /// With --grammar: rewrite the grammar so that every input it produces matches this crash
+    /// pattern (a `crashes/*.pattern` file): a regression generator for one bug.
+    #[arg(
+        long,
+        value_name = "PATTERN_FILE",
+        requires = "grammar",
+        conflicts_with = "avoid"
+    )]
+    pub only: Option<PathBuf>,
+
+    /// A dictionary in the libFuzzer/AFL format (`name="token"` lines; AFL's `-x`): havoc
+    /// mutants insert its tokens and overwrite bytes with them.
+    #[arg(short = 'x', long, value_name = "FILE")]
+    pub dict: Vec<PathBuf>,
+
+    /// Also write every crash reproducer to `<PREFIX><file name>` (a directory must end in `/`
+    /// and exist).
+    #[arg(long, value_name = "PREFIX")]
+    pub artifact_prefix: Option<String>,
+
+    /// Also write every crash reproducer to this one file.
+    #[arg(long, value_name = "FILE")]
+    pub exact_artifact_path: Option<PathBuf>,
+
+    /// At the end, print libFuzzer's `stat::` lines.
+    #[arg(long)]
+    pub print_final_stats: bool,
+
+    /// With `reduce` and --grammar: the input files are sentences (text the target sees), parsed
+    /// with the grammar into choice sequences before reducing.
+    #[arg(long, requires = "grammar")]
+    pub parse: bool,
+
+    /// In grammar mode, the depth below which only the cheapest rules are chosen.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub grammar_depth: usize,
+
+    /// Run each input of the corpus directories once, report their labels and edges in
+    /// summary.json, and stop (no shrinking, no fuzzing): measures an existing corpus.
+    #[arg(long)]
+    pub replay: bool,
+
+    /// Run the inputs of every corpus directory once and add to the first one the simplest
+    /// input of each label it does not hold yet (add-only).
+    #[arg(long)]
+    pub merge: bool,
+
+    /// Add new corpus inputs to the first corpus directory even with -o (what libFuzzer does
+    /// without it): a cargo-fuzz or OSS-Fuzz corpus directory keeps growing while labelfuzz's
+    /// own state stays in -o.
+    #[arg(long)]
+    pub grow_corpus: bool,
+
+    /// Fuzz on these cores, one client each (`0-3`, `0,2`, `all`), exchanging inputs through
+    /// an LLMP broker (`-jobs=N` means `--cores 0-(N-1)`). Default: one process.
+    #[arg(long, value_name = "LIST", value_parser = crate::config::parse_cores)]
+    pub cores: Option<crate::config::CoreList>,
+
+    /// TCP port of this run's broker (multi-core runs; default: a free port, so that two runs
+    /// on one machine never share a broker).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub broker_port: Option<u16>,
+
+    /// Link this run's broker to the broker of a run on another machine (`HOST:PORT`, that
+    /// run's `--broker-port`): label-improving inputs then travel between the two runs.
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::config::parse_remote_broker)]
+    pub remote_broker: Option<crate::config::RemoteBroker>,
+
+    /// Start afresh instead of resuming what the output directory holds: it is moved aside to
+    /// `<DIR>.previous-<unix time>` first (nothing is deleted).
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// Stop at the first crash (after shrinking it).
+    #[arg(long)]
+    pub stop_on_crash: bool,
+
+    /// Set by the `reduce` subcommand (`fuzzer reduce [flags] FILE...`): run the files, shrink
+    /// every crash they show to its minimum, print it and stop.
+    #[arg(skip)]
+    pub reduce: bool,
+
+    /// No progress line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Parses a whole number of at least 1.
+fn positive_usize(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
