@@ -24,15 +24,15 @@
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
-//! - `BENCH_ONLY=empty,planted,scaling`, `reduction` or `soak` runs those smaller sections instead
-//!   (see `extras.rs` and `reduction.rs`).
+//! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
+//!   `extras.rs` and `scaling.rs`).
 
 mod extras;
 mod fuzzers;
 mod ledger;
 mod publish;
-mod reduction;
 mod report;
+mod scaling;
 mod targets;
 mod util;
 mod yardstick;
