@@ -31,6 +31,8 @@ pub struct Config {
     pub limits: Limits,
     /// Havoc mutants tried per scheduled input after its expansions (0: expand/shrink only).
     pub havoc: usize,
+    /// How the next label to fuzz is picked.
+    pub schedule: labelfuzz_core::schedule::Schedule,
     /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
     pub cmplog: usize,
     /// Executions each crash label's abstract failure pattern may cost (0: no patterns).

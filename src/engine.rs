@@ -165,7 +165,7 @@ fn fuzz_until_done<EM: ClientManager>(
     );
     let mut fuzzer = StdFuzzer::builder()
         .input_filter(seen)
-        .scheduler(LabelScheduler::new())
+        .scheduler(LabelScheduler::new(config.schedule))
         .feedback(feedback)
         .objective(objective)
         .build();

@@ -1,4 +1,5 @@
-//! The scheduler: pick a label uniformly at random and fuzz its best input.
+//! The scheduler: pick a label (uniformly at random, or weighted by rarity and payoff with
+//! `--schedule rare`: see `labelfuzz-core`'s `schedule`) and fuzz its best input.
 //!
 //! It also keeps LibAFL's corpus equal to the label table: a new testcase is recorded in the
 //! table as it is added, and testcases that no longer hold any label leave the corpus at the
@@ -12,19 +13,29 @@ use libafl::state::{HasCorpus, HasRand};
 use libafl::{Error, HasMetadata};
 use libafl_bolts::rands::Rand;
 
+use labelfuzz_core::schedule::{LabelStats, Schedule};
+
 use crate::feedback::InputLabels;
 use crate::order::Simplicity;
 use crate::table::CorpusTable;
 
-/// Chooses a label at random and returns the corpus id of its best input.
+/// The counts behind the rare-label schedule, kept in the state so that they survive restarts.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct ScheduleStats(pub LabelStats);
+
+libafl_bolts::impl_serdeany!(ScheduleStats);
+
+/// Chooses a label and returns the corpus id of its best input.
 #[derive(Debug, Default, Clone)]
-pub struct LabelScheduler;
+pub struct LabelScheduler {
+    schedule: Schedule,
+}
 
 impl LabelScheduler {
-    /// A new scheduler.
+    /// A scheduler that picks labels by `schedule`.
     #[must_use]
-    pub fn new() -> Self {
-        LabelScheduler
+    pub fn new(schedule: Schedule) -> Self {
+        LabelScheduler { schedule }
     }
 }
 
@@ -51,6 +62,12 @@ where
                 .ok_or_else(|| Error::empty("a testcase was added without its input"))?;
             (input.simplicity_key().into_owned(), labels)
         };
+        if self.schedule == Schedule::Rare {
+            state
+                .metadata_or_insert_with(ScheduleStats::default)
+                .0
+                .added(&labels);
+        }
         let table = state.metadata_mut::<CorpusTable>()?;
         let recorded = table.record(&key, id, &labels);
         if recorded.improved.is_empty() {
@@ -72,9 +89,22 @@ where
         let table = state.metadata::<CorpusTable>()?;
         let count = NonZeroUsize::new(table.label_count())
             .ok_or_else(|| Error::empty("no label has been seen yet"))?;
-        let pick = state.rand_mut().below(count);
+        let label = match self.schedule {
+            Schedule::Uniform => {
+                let pick = state.rand_mut().below(count);
+                state.metadata::<CorpusTable>()?.labels()[pick]
+            }
+            Schedule::Rare => {
+                let unit = state.rand_mut().next_float();
+                state.metadata_or_insert_with(ScheduleStats::default);
+                let table = state.metadata::<CorpusTable>()?;
+                let stats = &state.metadata::<ScheduleStats>()?.0;
+                let label = table.labels()[stats.pick(Schedule::Rare, table.labels(), unit)];
+                state.metadata_mut::<ScheduleStats>()?.0.picked(label);
+                label
+            }
+        };
         let table = state.metadata::<CorpusTable>()?;
-        let label = table.labels()[pick];
         let id = table
             .best(label)
             .map(|entry| entry.corpus_id)

@@ -10,6 +10,7 @@
 //!   judge;
 //! - [`table`]: the best-per-label table, for every label the single simplest input that shows
 //!   it (an input leaves when it holds no label);
+//! - [`schedule`]: which label to fuzz next (uniformly, or weighted by rarity and payoff);
 //! - [`seen`]: the filter of inputs already run (a blocked bloom filter in two generations);
 //! - [`stable_hash`]: FNV-1a, for what is written to disk and compared later.
 //!
@@ -18,6 +19,7 @@
 pub mod consider;
 pub mod labels;
 pub mod order;
+pub mod schedule;
 pub mod seen;
 pub mod shrink;
 pub mod stable_hash;

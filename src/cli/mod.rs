@@ -126,6 +126,7 @@ impl Options {
                 self.stop_on_crash,
             ),
             havoc: self.havoc,
+            schedule: self.schedule,
             pattern_budget: self.pattern_budget,
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,

@@ -191,6 +191,12 @@ pub struct Options {
     #[arg(long)]
     pub fresh: bool,
 
+    /// How the next label to fuzz is picked: `uniform` (every label alike, the seed's rule) or
+    /// `rare` (labels shown by few corpus inputs, and labels whose expansions keep finding
+    /// improvements, more often).
+    #[arg(long, value_name = "NAME", default_value = "uniform", value_parser = parse_schedule)]
+    pub schedule: labelfuzz_core::schedule::Schedule,
+
     /// Stop at the first crash (after shrinking it).
     #[arg(long)]
     pub stop_on_crash: bool,
@@ -203,6 +209,16 @@ pub struct Options {
     /// No progress line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// Parses a `--schedule` name.
+fn parse_schedule(text: &str) -> Result<labelfuzz_core::schedule::Schedule, String> {
+    use labelfuzz_core::schedule::Schedule;
+    match text {
+        "uniform" => Ok(Schedule::Uniform),
+        "rare" => Ok(Schedule::Rare),
+        _ => Err(format!("`{text}` is not a schedule (uniform, rare)")),
+    }
 }
 
 /// Parses a whole number of at least 1.
