@@ -97,10 +97,17 @@ where
             Schedule::Rare => {
                 let unit = state.rand_mut().next_float();
                 state.metadata_or_insert_with(ScheduleStats::default);
-                let table = state.metadata::<CorpusTable>()?;
-                let stats = &state.metadata::<ScheduleStats>()?.0;
-                let label = table.labels()[stats.pick(Schedule::Rare, table.labels(), unit)];
-                state.metadata_mut::<ScheduleStats>()?.0.picked(label);
+                // Every label of the table can be picked, also those of inputs added before
+                // the counts began (a run resumed from a uniform one).
+                if state.metadata::<ScheduleStats>()?.0.len() < count.get() {
+                    let labels = state.metadata::<CorpusTable>()?.labels().to_vec();
+                    state.metadata_mut::<ScheduleStats>()?.0.know(&labels);
+                }
+                let stats = &mut state.metadata_mut::<ScheduleStats>()?.0;
+                let label = stats
+                    .pick_rare(unit)
+                    .ok_or_else(|| Error::illegal_state("labels without counts"))?;
+                stats.picked(label);
                 label
             }
         };

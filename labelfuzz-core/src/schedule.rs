@@ -31,10 +31,19 @@ pub struct LabelCounts {
     pub finds: u32,
 }
 
-/// The counts behind [`Schedule::Rare`], by label.
+/// The counts behind [`Schedule::Rare`], by label, with the labels' weights in a Fenwick tree so
+/// that a pick and an update cost a logarithm of the number of labels, not a pass over them
+/// (a pass per pick cost a fast target more than half its executions).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LabelStats {
-    counts: HashMap<Label, LabelCounts>,
+    /// Each label's slot in `labels`, `counts` and the tree.
+    slots: HashMap<Label, usize>,
+    labels: Vec<Label>,
+    counts: Vec<LabelCounts>,
+    /// Fenwick tree over the weights (`tree[i]` sums a range ending at slot `i`).
+    tree: Vec<f64>,
+    /// Each slot's weight as the tree holds it.
+    weights: Vec<f64>,
     /// The label picked last: the one finds are credited to.
     current: Option<Label>,
 }
@@ -43,55 +52,132 @@ impl LabelStats {
     /// Counts an input added to the corpus showing `labels`, and credits the label being
     /// fuzzed with a find.
     pub fn added(&mut self, labels: &[Label]) {
-        for label in labels {
-            self.counts.entry(*label).or_default().shown += 1;
+        for &label in labels {
+            let slot = self.slot(label);
+            self.counts[slot].shown += 1;
+            self.reweigh(slot);
         }
         if let Some(current) = self.current {
-            self.counts.entry(current).or_default().finds += 1;
+            let slot = self.slot(current);
+            self.counts[slot].finds += 1;
+            self.reweigh(slot);
+        }
+    }
+
+    /// How many labels have counts.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// True before any label has counts.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// Gives every one of `labels` counts (zeros for a label never counted), so that each can
+    /// be picked.
+    pub fn know(&mut self, labels: &[Label]) {
+        for &label in labels {
+            self.slot(label);
         }
     }
 
     /// Notes that `label` was picked.
     pub fn picked(&mut self, label: Label) {
-        self.counts.entry(label).or_default().picks += 1;
+        let slot = self.slot(label);
+        self.counts[slot].picks += 1;
+        self.reweigh(slot);
         self.current = Some(label);
     }
 
     /// The counts of `label` (zeros when never seen).
     #[must_use]
     pub fn counts(&self, label: Label) -> LabelCounts {
-        self.counts.get(&label).copied().unwrap_or_default()
+        self.slots
+            .get(&label)
+            .map(|&slot| self.counts[slot])
+            .unwrap_or_default()
     }
 
     /// How much `label` deserves a pick: payoff (finds per pick, optimistic for labels seldom
     /// picked) divided by the square root of how many added inputs showed it (rarity).
     #[must_use]
     pub fn weight(&self, label: Label) -> f64 {
-        let c = self.counts(label);
-        let payoff = f64::from(c.finds + 1) / f64::from(c.picks + 1);
-        payoff / f64::from(c.shown + 1).sqrt()
+        weight_of(self.counts(label))
     }
 
-    /// Picks one of `labels` (not empty) by `schedule`; `unit` is a uniform random number in
-    /// [0, 1).
+    /// A label drawn with probability proportional to its weight; `unit` is a uniform random
+    /// number in [0, 1). `None` before any input was added.
     #[must_use]
-    pub fn pick(&self, schedule: Schedule, labels: &[Label], unit: f64) -> usize {
-        let last = labels.len().saturating_sub(1);
-        match schedule {
-            Schedule::Uniform => ((unit * labels.len() as f64) as usize).min(last),
-            Schedule::Rare => {
-                let weights: Vec<f64> = labels.iter().map(|&l| self.weight(l)).collect();
-                let mut left = unit * weights.iter().sum::<f64>();
-                for (index, weight) in weights.iter().enumerate() {
-                    if left < *weight {
-                        return index;
-                    }
-                    left -= weight;
-                }
-                last
+    pub fn pick_rare(&self, unit: f64) -> Option<Label> {
+        if self.labels.is_empty() {
+            return None;
+        }
+        let mut left = unit * self.prefix_sum(self.labels.len());
+        // Descend the tree: the longest prefix whose sum stays at most `left`.
+        let mut slot = 0;
+        let mut step = self.tree.len().next_power_of_two();
+        while step > 0 {
+            let next = slot + step;
+            if next <= self.tree.len() && self.tree[next - 1] <= left {
+                slot = next;
+                left -= self.tree[next - 1];
             }
+            step /= 2;
+        }
+        Some(self.labels[slot.min(self.labels.len() - 1)])
+    }
+
+    /// The slot of `label`, made when new.
+    fn slot(&mut self, label: Label) -> usize {
+        if let Some(&slot) = self.slots.get(&label) {
+            return slot;
+        }
+        let slot = self.labels.len();
+        self.slots.insert(label, slot);
+        self.labels.push(label);
+        self.counts.push(LabelCounts::default());
+        self.weights.push(0.0);
+        // The new node covers the slots (position - lowbit, position]: the earlier ones' sum,
+        // its own weight comes with `reweigh`.
+        let position = slot + 1;
+        let low = position & position.wrapping_neg();
+        let covered: f64 = self.weights[position - low..slot].iter().sum();
+        self.tree.push(covered);
+        self.reweigh(slot);
+        slot
+    }
+
+    /// Brings the tree up to date with the weight of `slot`'s counts.
+    fn reweigh(&mut self, slot: usize) {
+        let weight = weight_of(self.counts[slot]);
+        let delta = weight - self.weights[slot];
+        self.weights[slot] = weight;
+        let mut position = slot + 1;
+        while position <= self.tree.len() {
+            self.tree[position - 1] += delta;
+            position += position & position.wrapping_neg();
         }
     }
+
+    /// The sum of the weights of the first `count` slots.
+    fn prefix_sum(&self, count: usize) -> f64 {
+        let mut sum = 0.0;
+        let mut position = count;
+        while position > 0 {
+            sum += self.tree[position - 1];
+            position &= position - 1;
+        }
+        sum
+    }
+}
+
+/// See [`LabelStats::weight`].
+fn weight_of(c: LabelCounts) -> f64 {
+    let payoff = f64::from(c.finds + 1) / f64::from(c.picks + 1);
+    payoff / f64::from(c.shown + 1).sqrt()
 }
 
 #[cfg(test)]
@@ -103,19 +189,33 @@ mod tests {
     }
 
     /// How often each label is picked over a grid of unit values.
-    fn shares(stats: &LabelStats, schedule: Schedule, labels: &[Label]) -> Vec<usize> {
+    fn shares(stats: &LabelStats, labels: &[Label]) -> Vec<usize> {
         let mut picks = vec![0; labels.len()];
         for i in 0..10_000 {
-            picks[stats.pick(schedule, labels, f64::from(i) / 10_000.0)] += 1;
+            let label = stats.pick_rare(f64::from(i) / 10_000.0).expect("a label");
+            picks[labels
+                .iter()
+                .position(|&l| l == label)
+                .expect("a known label")] += 1;
         }
         picks
     }
 
     #[test]
-    fn uniform_picks_every_label_alike() {
-        let labels = labels(4);
-        let picks = shares(&LabelStats::default(), Schedule::Uniform, &labels);
-        assert!(picks.iter().all(|&n| n == 2_500), "{picks:?}");
+    fn picks_follow_the_weights_exactly() {
+        let labels = labels(37);
+        let mut stats = LabelStats::default();
+        for (i, label) in labels.iter().enumerate() {
+            for _ in 0..=i % 5 {
+                stats.added(&[*label]);
+            }
+        }
+        let total: f64 = labels.iter().map(|&l| stats.weight(l)).sum();
+        let picks = shares(&stats, &labels);
+        for (label, picked) in labels.iter().zip(&picks) {
+            let expected = 10_000.0 * stats.weight(*label) / total;
+            assert!((*picked as f64 - expected).abs() <= 1.5, "{picks:?}");
+        }
     }
 
     #[test]
@@ -132,7 +232,7 @@ mod tests {
             stats.picked(labels[2]);
         }
         stats.current = None;
-        let picks = shares(&stats, Schedule::Rare, &labels);
+        let picks = shares(&stats, &labels);
         assert!(picks[1] > picks[0] * 2, "rarity: {picks:?}");
         assert!(picks[1] > picks[2] * 5, "payoff: {picks:?}");
         // A find revives it.
@@ -145,12 +245,11 @@ mod tests {
 
     #[test]
     fn every_unit_value_picks_a_label() {
-        let labels = labels(5);
-        let stats = LabelStats::default();
-        for schedule in [Schedule::Uniform, Schedule::Rare] {
-            for unit in [0.0, 0.5, 0.999_999_9] {
-                assert!(stats.pick(schedule, &labels, unit) < labels.len());
-            }
+        assert_eq!(LabelStats::default().pick_rare(0.5), None);
+        let mut stats = LabelStats::default();
+        stats.added(&labels(5));
+        for unit in [0.0, 0.5, 0.999_999_9] {
+            assert!(stats.pick_rare(unit).is_some());
         }
     }
 }
