@@ -16,12 +16,22 @@ const PLANTED: [(&str, &[u8]); 3] = [
 #[test]
 fn every_planted_panic_gets_its_minimal_reproducer() {
     let fuzzer = build_fuzzer("planted");
-    for seed in ["1", "2"] {
-        let out = scratch(&format!("planted-{seed}"));
+    // Both schedules: the labels they pick differ, the bugs and their minima do not.
+    for (seed, schedule) in [("1", "uniform"), ("2", "uniform"), ("1", "rare")] {
+        let out = scratch(&format!("planted-{seed}-{schedule}"));
         let out_arg = out.to_str().unwrap();
         let result = run(
             &fuzzer,
-            &["-o", out_arg, "--runs", "3000000", "--seed", seed],
+            &[
+                "-o",
+                out_arg,
+                "--runs",
+                "3000000",
+                "--seed",
+                seed,
+                "--schedule",
+                schedule,
+            ],
         );
         assert_eq!(
             result.status.code(),
