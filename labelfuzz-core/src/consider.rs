@@ -98,7 +98,7 @@ pub fn consider<O: Oracle>(oracle: &mut O, bytes: &[u8], fresh: bool) -> Result<
     match oracle.run(bytes, !fresh)? {
         Outcome::Nothing | Outcome::Deferred | Outcome::Stop => Ok(false),
         Outcome::Coverage => {
-            let others = shrink_to(oracle, Goal::Coverage, bytes.to_vec())?;
+            let others = shrink_to(oracle, Goal::Coverage, bytes.to_vec(), &mut false)?;
             shrink_crashes(oracle, others)?;
             Ok(true)
         }
@@ -122,7 +122,7 @@ pub fn shrink_crashes<O: Oracle>(
 ) -> Result<(), O::Error> {
     while let Some((input, label)) = work.pop() {
         let mut deferred = false;
-        let others = shrink_with(oracle, Goal::Crash(label), input, &mut deferred)?;
+        let others = shrink_to(oracle, Goal::Crash(label), input, &mut deferred)?;
         if oracle.stopped() {
             return Ok(());
         }
@@ -135,17 +135,9 @@ pub fn shrink_crashes<O: Oracle>(
     Ok(())
 }
 
-/// Shrinks `input` towards `goal`; returns the crashes with other labels met on the way.
+/// Shrinks `input` towards `goal`; returns the crashes with other labels met on the way, and
+/// notes in `deferred` whether a candidate was deferred.
 fn shrink_to<O: Oracle>(
-    oracle: &mut O,
-    goal: Goal,
-    input: Vec<u8>,
-) -> Result<Vec<(Vec<u8>, Label)>, O::Error> {
-    shrink_with(oracle, goal, input, &mut false)
-}
-
-/// [`shrink_to`], noting in `deferred` whether a candidate was deferred.
-fn shrink_with<O: Oracle>(
     oracle: &mut O,
     goal: Goal,
     input: Vec<u8>,
@@ -154,7 +146,10 @@ fn shrink_with<O: Oracle>(
     let mut met = Vec::new();
     let mut failure = None;
     // Asked first: the judge borrows the oracle for the whole shrink.
-    let crash_shrinker = oracle.crash_shrinker();
+    let crash_shrinker = match goal {
+        Goal::Coverage => None,
+        Goal::Crash(_) => oracle.crash_shrinker(),
+    };
     let mut judge = |candidate: &[u8]| {
         let outcome = match goal {
             Goal::Coverage => oracle.run(candidate, true),

@@ -40,10 +40,8 @@ pub struct LabelStats {
     slots: HashMap<Label, usize>,
     labels: Vec<Label>,
     counts: Vec<LabelCounts>,
-    /// Fenwick tree over the weights (`tree[i]` sums a range ending at slot `i`).
+    /// Fenwick tree over the weights of the counts (`tree[i]` sums a range ending at slot `i`).
     tree: Vec<f64>,
-    /// Each slot's weight as the tree holds it.
-    weights: Vec<f64>,
     /// The label picked last: the one finds are credited to.
     current: Option<Label>,
 }
@@ -53,14 +51,10 @@ impl LabelStats {
     /// fuzzed with a find.
     pub fn added(&mut self, labels: &[Label]) {
         for &label in labels {
-            let slot = self.slot(label);
-            self.counts[slot].shown += 1;
-            self.reweigh(slot);
+            self.update(label, |c| c.shown += 1);
         }
         if let Some(current) = self.current {
-            let slot = self.slot(current);
-            self.counts[slot].finds += 1;
-            self.reweigh(slot);
+            self.update(current, |c| c.finds += 1);
         }
     }
 
@@ -86,9 +80,7 @@ impl LabelStats {
 
     /// Notes that `label` was picked.
     pub fn picked(&mut self, label: Label) {
-        let slot = self.slot(label);
-        self.counts[slot].picks += 1;
-        self.reweigh(slot);
+        self.update(label, |c| c.picks += 1);
         self.current = Some(label);
     }
 
@@ -139,22 +131,23 @@ impl LabelStats {
         self.slots.insert(label, slot);
         self.labels.push(label);
         self.counts.push(LabelCounts::default());
-        self.weights.push(0.0);
-        // The new node covers the slots (position - lowbit, position]: the earlier ones' sum,
-        // its own weight comes with `reweigh`.
+        // The new node covers the slots (position - lowbit, position], its own included.
         let position = slot + 1;
         let low = position & position.wrapping_neg();
-        let covered: f64 = self.weights[position - low..slot].iter().sum();
+        let covered: f64 = self.counts[position - low..=slot]
+            .iter()
+            .map(|&c| weight_of(c))
+            .sum();
         self.tree.push(covered);
-        self.reweigh(slot);
         slot
     }
 
-    /// Brings the tree up to date with the weight of `slot`'s counts.
-    fn reweigh(&mut self, slot: usize) {
-        let weight = weight_of(self.counts[slot]);
-        let delta = weight - self.weights[slot];
-        self.weights[slot] = weight;
+    /// Changes `label`'s counts and its weight in the tree.
+    fn update(&mut self, label: Label, change: impl FnOnce(&mut LabelCounts)) {
+        let slot = self.slot(label);
+        let before = weight_of(self.counts[slot]);
+        change(&mut self.counts[slot]);
+        let delta = weight_of(self.counts[slot]) - before;
         let mut position = slot + 1;
         while position <= self.tree.len() {
             self.tree[position - 1] += delta;
