@@ -31,9 +31,12 @@ fn main() {
     // they replace libc's routines by being linked into the executable.
     println!("cargo:rerun-if-changed=src/cmp_interceptors.c");
     println!("cargo:rerun-if-changed=src/sancov_cmp.c");
+    println!("cargo:rerun-if-changed=src/mine_trace.c");
     cc::Build::new()
         .file("src/cmp_interceptors.c")
         .file("src/sancov_cmp.c")
+        .file("src/mine_trace.c")
+        .flag("-fno-omit-frame-pointer")
         .opt_level(3)
         .flag("-fno-builtin")
         .link_lib_modifier("+whole-archive")

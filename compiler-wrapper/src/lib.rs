@@ -57,9 +57,64 @@ const INSTRUMENT_FLAGS: [&str; 3] = [
 /// source-based coverage, which `FUZZER coverage OUT` replays a run's inputs through.
 const COVERAGE_FLAGS: [&str; 2] = ["-fprofile-instr-generate", "-fcoverage-mapping"];
 
-/// Whether this is a coverage build (`LABELFUZZ_COVERAGE=1` in the environment).
-fn coverage_build() -> bool {
-    env::var("LABELFUZZ_COVERAGE").is_ok_and(|v| !v.is_empty() && v != "0")
+/// What a mining build (`LABELFUZZ_MINE=1`) compiles with instead: a callback on every
+/// function's entry and on every load (the runtime's `FUZZER mine` sees which function read each
+/// input byte, nested), with functions kept whole (no inlining, no tail calls) and frame pointers
+/// (the runtime tells returns by the stack pointer).
+const MINE_FLAGS: [&str; 8] = [
+    "-fsanitize-coverage=func,trace-pc,trace-loads",
+    "-g",
+    "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
+    "-O1",
+    "-fno-inline",
+    "-fno-optimize-sibling-calls",
+    "-fno-omit-frame-pointer",
+    "-mno-omit-leaf-frame-pointer",
+];
+
+/// Which instrumentation a build asks for, from the environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Build {
+    /// Edges and comparisons, for fuzzing (the default).
+    Fuzz,
+    /// Source-based coverage (`LABELFUZZ_COVERAGE=1`).
+    Coverage,
+    /// Function entries and loads, for mining a grammar (`LABELFUZZ_MINE=1`).
+    Mine,
+}
+
+impl Build {
+    fn from_env() -> Build {
+        let set = |name: &str| env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
+        if set("LABELFUZZ_MINE") {
+            Build::Mine
+        } else if set("LABELFUZZ_COVERAGE") {
+            Build::Coverage
+        } else {
+            Build::Fuzz
+        }
+    }
+
+    /// The flags every compilation gets (`with_extras`: also debug info and the fuzzing macro,
+    /// which LibAFL's wrapper adds itself on the paths that go through it).
+    fn flags(self, with_extras: bool) -> Vec<&'static str> {
+        let mut flags: Vec<&str> = match self {
+            Build::Fuzz => INSTRUMENT_FLAGS.to_vec(),
+            Build::Coverage => {
+                let mut flags = COVERAGE_FLAGS.to_vec();
+                flags.extend(&INSTRUMENT_FLAGS[1..]);
+                flags
+            }
+            Build::Mine => MINE_FLAGS.to_vec(),
+        };
+        if !with_extras {
+            flags.retain(|flag| *flag != "-g" && !flag.starts_with("-DFUZZING_BUILD_MODE"));
+        }
+        if self != Build::Coverage {
+            flags.extend(KEEP_COMPARE_CALLS);
+        }
+        flags
+    }
 }
 
 /// Comparison routines clang must leave as calls (as `-fsanitize=fuzzer` does): a `memcmp`
@@ -312,11 +367,7 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         // sources, or instead of stdout for `-E`); clang's own defaults are what builds expect.
         let mut command = Command::new(llvm.tool(if cpp { "clang++" } else { "clang" }));
         command.args(&invocation.args);
-        if coverage_build() {
-            command.args(COVERAGE_FLAGS).args(&INSTRUMENT_FLAGS[1..]);
-        } else {
-            command.args(INSTRUMENT_FLAGS).args(KEEP_COMPARE_CALLS);
-        }
+        command.args(Build::from_env().flags(true));
         let status = command
             .status()
             .map_err(|e| WrapperError::Clang(format!("could not run clang: {e}")))?;
@@ -341,15 +392,8 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         .parse_args(&wrapped_args)
         .map_err(|e| WrapperError::Clang(format!("{e:?}")))?;
     if invocation.output != Output::Query {
-        if coverage_build() {
-            for flag in COVERAGE_FLAGS {
-                clang.add_arg(flag);
-            }
-        } else {
-            clang.add_arg(INSTRUMENT_FLAGS[0]);
-            for flag in KEEP_COMPARE_CALLS {
-                clang.add_arg(flag);
-            }
+        for flag in Build::from_env().flags(false) {
+            clang.add_arg(flag);
         }
     }
     if invocation.output == Output::Executable {

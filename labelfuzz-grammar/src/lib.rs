@@ -14,5 +14,6 @@
 pub(crate) use labelfuzz_core::{order, shrink};
 
 pub mod grammar;
+pub mod mine;
 pub mod pattern;
 pub mod specialise;

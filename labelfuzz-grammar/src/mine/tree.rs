@@ -1,0 +1,298 @@
+//! From a recorded execution to a parse tree: each input byte belongs to the function invocation
+//! that read it last, and the invocations' nesting is the tree's.
+
+use std::collections::{HashMap, HashSet};
+
+/// One function invocation of a recorded execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invocation {
+    /// The function's name.
+    pub function: String,
+    /// The invocation it was called from (`None`: called from outside the target).
+    pub parent: Option<usize>,
+}
+
+/// One execution of the mining build: the input, the invocations in the order they began, and
+/// for every input byte the invocation that read it last (`None` if no instrumented code did).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// The input.
+    pub input: Vec<u8>,
+    /// The invocations; an invocation's parent comes before it.
+    pub invocations: Vec<Invocation>,
+    /// `owners[i]`: the index in `invocations` of the last reader of `input[i]`.
+    pub owners: Vec<Option<usize>>,
+}
+
+/// A node of a parse tree: a function invocation and what it read, in input order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The function (`start` for the root).
+    pub name: String,
+    /// Its parts, ordered by input position; their spans do not overlap.
+    pub parts: Vec<Part>,
+}
+
+/// A part of a [`Node`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The input byte at this index.
+    Byte(usize),
+    /// A nested invocation.
+    Node(Node),
+}
+
+impl Part {
+    /// The input positions `[from, to)` the part spans.
+    #[must_use]
+    pub fn span(&self) -> (usize, usize) {
+        match self {
+            Part::Byte(i) => (*i, i + 1),
+            Part::Node(node) => node.span(),
+        }
+    }
+}
+
+impl Node {
+    /// The input positions `[from, to)` the node spans (its parts are never empty).
+    #[must_use]
+    pub fn span(&self) -> (usize, usize) {
+        let from = self.parts.first().map_or(0, |part| part.span().0);
+        let to = self.parts.last().map_or(0, |part| part.span().1);
+        (from, to)
+    }
+
+    /// Every node of the tree, this one first (depth first, in input order).
+    #[must_use]
+    pub fn nodes(&self) -> Vec<&Node> {
+        let mut out = vec![self];
+        let mut i = 0;
+        while i < out.len() {
+            let node = out[i];
+            out.extend(node.parts.iter().filter_map(|part| match part {
+                Part::Node(child) => Some(child),
+                Part::Byte(_) => None,
+            }));
+            i += 1;
+        }
+        out
+    }
+}
+
+/// The parse trees of `traces`. Functions that only ever read one byte and call nothing that
+/// reads (`peek`, `expect`, `next_char`) are *transparent*: their byte belongs to their caller,
+/// so the grammar keeps the byte where the caller's rule needs it instead of a nonterminal
+/// whose alternatives are every character any caller peeked at.
+/// Returns the trees and the transparent functions (to build more trees alike with [`build`]).
+#[must_use]
+pub fn parse_trees(traces: &[Trace]) -> (Vec<Node>, HashSet<String>) {
+    let raw: Vec<Node> = traces
+        .iter()
+        .map(|trace| build(trace, &HashSet::new()))
+        .collect();
+    let transparent = transparent_functions(&raw);
+    let trees = traces
+        .iter()
+        .map(|trace| build(trace, &transparent))
+        .collect();
+    (trees, transparent)
+}
+
+/// The tree's shape without its bytes: names and nesting, one `.` a byte. Two inputs parsed
+/// alike have the same shape.
+#[must_use]
+pub fn shape(node: &Node) -> String {
+    let mut out = String::new();
+    write_shape(node, &mut out);
+    out
+}
+
+fn write_shape(node: &Node, out: &mut String) {
+    out.push_str(&node.name);
+    out.push('(');
+    for part in &node.parts {
+        match part {
+            Part::Byte(_) => out.push('.'),
+            Part::Node(child) => write_shape(child, out),
+        }
+    }
+    out.push(')');
+}
+
+/// The functions whose every invocation in `trees` is one byte and nothing else.
+fn transparent_functions(trees: &[Node]) -> HashSet<String> {
+    let mut single: HashMap<&str, bool> = HashMap::new();
+    for tree in trees {
+        for node in tree.nodes().into_iter().skip(1) {
+            let one_byte = matches!(node.parts.as_slice(), [Part::Byte(_)]);
+            *single.entry(node.name.as_str()).or_insert(true) &= one_byte;
+        }
+    }
+    single
+        .into_iter()
+        .filter(|&(_, one)| one)
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// The tree of one trace: a root `start` over the invocations called from outside the target
+/// and the bytes nothing read; a root with one invocation and nothing else becomes that
+/// invocation, renamed `start`.
+#[must_use]
+pub fn build(trace: &Trace, transparent: &HashSet<String>) -> Node {
+    let count = trace.invocations.len();
+    // Children of each invocation, the root's at index `count`.
+    let mut children: Vec<Vec<Child>> = vec![Vec::new(); count + 1];
+    for (index, invocation) in trace.invocations.iter().enumerate() {
+        let parent = invocation.parent.filter(|&p| p < index).unwrap_or(count);
+        children[parent].push(Child::Invocation(index));
+    }
+    for (position, owner) in trace.owners.iter().enumerate() {
+        let owner = owner.filter(|&o| o < count).unwrap_or(count);
+        children[owner].push(Child::Byte(position));
+    }
+    let builder = Builder {
+        trace,
+        children: &children,
+        transparent,
+    };
+    let parts = builder.parts(count);
+    match parts.as_slice() {
+        [Part::Node(only)] => Node {
+            name: "start".into(),
+            parts: only.parts.clone(),
+        },
+        _ => Node {
+            name: "start".into(),
+            parts,
+        },
+    }
+}
+
+/// What an invocation directly holds before the tree is built.
+#[derive(Clone, Copy, Debug)]
+enum Child {
+    Byte(usize),
+    Invocation(usize),
+}
+
+struct Builder<'t> {
+    trace: &'t Trace,
+    children: &'t [Vec<Child>],
+    transparent: &'t HashSet<String>,
+}
+
+impl Builder<'_> {
+    /// The parts of invocation `index` (the root at `trace.invocations.len()`), in input order.
+    fn parts(&self, index: usize) -> Vec<Part> {
+        let mut parts = Vec::new();
+        for child in &self.children[index] {
+            match *child {
+                Child::Byte(position) => parts.push(Part::Byte(position)),
+                Child::Invocation(inner) => {
+                    let inner_parts = self.parts(inner);
+                    if inner_parts.is_empty() {
+                        continue;
+                    }
+                    let name = &self.trace.invocations[inner].function;
+                    if self.transparent.contains(name) {
+                        parts.extend(inner_parts);
+                    } else {
+                        parts.push(Part::Node(Node {
+                            name: name.clone(),
+                            parts: inner_parts,
+                        }));
+                    }
+                }
+            }
+        }
+        untangle(parts)
+    }
+}
+
+/// Orders parts by position; where two overlap (an invocation whose bytes are not contiguous,
+/// because another one read some in between last), the wider node gives up its own level and
+/// its parts join this one, until none overlap.
+fn untangle(mut parts: Vec<Part>) -> Vec<Part> {
+    loop {
+        parts.sort_by_key(|part| part.span());
+        let clash = parts
+            .windows(2)
+            .position(|pair| pair[0].span().1 > pair[1].span().0);
+        let Some(at) = clash else {
+            return parts;
+        };
+        let width = |part: &Part| part.span().1 - part.span().0;
+        let wider = if width(&parts[at]) >= width(&parts[at + 1]) {
+            at
+        } else {
+            at + 1
+        };
+        if let Part::Node(node) = parts.remove(wider) {
+            parts.extend(node.parts);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invocation(function: &str, parent: Option<usize>) -> Invocation {
+        Invocation {
+            function: function.into(),
+            parent,
+        }
+    }
+
+    fn shape(node: &Node, input: &[u8]) -> String {
+        let inner: String = node
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Byte(i) => char::from(input[*i]).to_string(),
+                Part::Node(child) => shape(child, input),
+            })
+            .collect();
+        format!("{}({inner})", node.name)
+    }
+
+    #[test]
+    fn the_nesting_of_last_readers_is_the_tree() {
+        // expr(term(number(12)) + term(number(3))), with `peek` reading the `+`.
+        let trace = Trace {
+            input: b"12+3".to_vec(),
+            invocations: vec![
+                invocation("harness", None),
+                invocation("expr", Some(0)),
+                invocation("term", Some(1)),
+                invocation("number", Some(2)),
+                invocation("peek", Some(1)),
+                invocation("term", Some(1)),
+                invocation("number", Some(5)),
+            ],
+            owners: vec![Some(3), Some(3), Some(4), Some(6)],
+        };
+        let (trees, _) = parse_trees(&[trace.clone()]);
+        assert_eq!(
+            shape(&trees[0], &trace.input),
+            "start(expr(term(number(12))+term(number(3))))"
+        );
+    }
+
+    #[test]
+    fn bytes_read_out_of_order_never_cross_a_sibling() {
+        // `a` read bytes 0 and 2 last, `b` byte 1: `a` cannot be one contiguous node.
+        let trace = Trace {
+            input: b"xyz".to_vec(),
+            invocations: vec![
+                invocation("main", None),
+                invocation("a", Some(0)),
+                invocation("b", Some(0)),
+            ],
+            owners: vec![Some(1), Some(2), Some(1)],
+        };
+        let (trees, _) = parse_trees(&[trace.clone(), trace.clone()]);
+        assert_eq!(shape(&trees[0], &trace.input), "start(xyz)");
+    }
+}

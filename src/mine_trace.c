@@ -1,0 +1,132 @@
+// The mining build's callbacks: which function read each input byte last, and how the
+// functions were nested when it did (seed 002: the nesting of those reads is a parse tree).
+//
+// A mining build (LABELFUZZ_MINE=1) calls __sanitizer_cov_trace_pc at every function's entry and
+// __sanitizer_cov_load<N> before every load. There is no callback on return: a function has
+// returned once the stack pointer of a later callback's caller is above the one it entered with
+// (the stack grows down), or equal to it at another function's entry (a call made from the same
+// frame after it returned). The mining build keeps frame pointers and compiles these callbacks
+// with them, so the caller's stack pointer is our frame address plus the return address and the
+// saved frame pointer.
+//
+// Recording happens only between labelfuzz_mine_begin and labelfuzz_mine_end, on one thread (the
+// one mining); outside it each entry callback only checks whether the error function named with
+// --mine-error was entered.
+
+#include <stddef.h>
+#include <stdint.h>
+
+// One function invocation: the address of its entry callback's return and its caller's node.
+typedef struct {
+  uintptr_t pc;
+  uint32_t parent;
+} labelfuzz_mine_node;
+
+#define NO_NODE UINT32_MAX
+#define STACK_CAPACITY 4096
+
+static uint8_t recording;
+static uintptr_t input_start;
+static size_t input_len;
+static uint32_t *owners;
+static labelfuzz_mine_node *nodes;
+static size_t node_capacity;
+static size_t node_count;
+static uint8_t overflowed;
+
+static struct {
+  uintptr_t sp;
+  uint32_t node;
+} stack[STACK_CAPACITY];
+static size_t depth;
+
+static uintptr_t error_start;
+static uintptr_t error_end;
+static uint8_t error_entered;
+
+#define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
+
+// Drops the invocations that have returned: those entered below `sp`, and at a new entry also
+// the one entered at `sp` itself.
+static inline __attribute__((always_inline)) void unwind(uintptr_t sp, int entering) {
+  while (depth > 0 &&
+         (stack[depth - 1].sp < sp || (entering && stack[depth - 1].sp == sp))) {
+    depth--;
+  }
+}
+
+void __sanitizer_cov_trace_pc(void) {
+  uintptr_t pc = (uintptr_t)__builtin_return_address(0);
+  if (pc - error_start < error_end - error_start) error_entered = 1;
+  if (!recording) return;
+  uintptr_t sp = CALLER_SP();
+  unwind(sp, 1);
+  if (node_count == node_capacity || depth == STACK_CAPACITY) {
+    overflowed = 1;
+    return;
+  }
+  uint32_t parent = depth > 0 ? stack[depth - 1].node : NO_NODE;
+  nodes[node_count].pc = pc;
+  nodes[node_count].parent = parent;
+  stack[depth].sp = sp;
+  stack[depth].node = (uint32_t)node_count;
+  depth++;
+  node_count++;
+}
+
+static inline __attribute__((always_inline)) void load(uintptr_t address, size_t size,
+                                                      uintptr_t sp) {
+  if (address + size <= input_start || address >= input_start + input_len) return;
+  unwind(sp, 0);
+  uint32_t owner = depth > 0 ? stack[depth - 1].node : NO_NODE;
+  for (size_t i = 0; i < size; i++) {
+    uintptr_t at = address + i;
+    if (at >= input_start && at < input_start + input_len) owners[at - input_start] = owner;
+  }
+}
+
+#define LOAD_CALLBACK(bytes)                                           \
+  void __sanitizer_cov_load##bytes(void *address) {                    \
+    if (recording) load((uintptr_t)address, bytes, CALLER_SP());       \
+  }
+LOAD_CALLBACK(1)
+LOAD_CALLBACK(2)
+LOAD_CALLBACK(4)
+LOAD_CALLBACK(8)
+LOAD_CALLBACK(16)
+
+// Starts recording the reads of `data[0..len]`: `owner_out[i]` becomes the node of the function
+// that read byte i last (NO_NODE if none did), `node_out` receives the invocations.
+void labelfuzz_mine_begin(const uint8_t *data, size_t len, uint32_t *owner_out,
+                          labelfuzz_mine_node *node_out, size_t capacity) {
+  input_start = (uintptr_t)data;
+  input_len = len;
+  owners = owner_out;
+  nodes = node_out;
+  node_capacity = capacity;
+  node_count = 0;
+  overflowed = 0;
+  depth = 0;
+  recording = 1;
+}
+
+// Stops recording; returns how many nodes were written and whether some were left out.
+size_t labelfuzz_mine_end(uint8_t *overflowed_out) {
+  recording = 0;
+  *overflowed_out = overflowed;
+  return node_count;
+}
+
+// Watches for entries into the function at [start, end) (empty: none).
+void labelfuzz_mine_watch(uintptr_t start, uintptr_t end) {
+  error_start = start;
+  error_end = end;
+  error_entered = 0;
+}
+
+// Whether the watched function was entered since the last call (or the watch began).
+uint8_t labelfuzz_mine_take_error(void) {
+  uint8_t entered = error_entered;
+  error_entered = 0;
+  return entered;
+}
