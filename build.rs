@@ -37,6 +37,7 @@ fn main() {
         .file("src/sancov_cmp.c")
         .file("src/mine_trace.c")
         .flag("-fno-omit-frame-pointer")
+        .flag("-Wno-frame-address")
         .opt_level(3)
         .flag("-fno-builtin")
         .link_lib_modifier("+whole-archive")

@@ -25,7 +25,8 @@
 //!   blow-ups, and naming their sites.
 //! - [`labels`], [`order`]: edge and crash labels, and the shortlex order ("simpler").
 //! - [`seen`]: the filter of inputs already run.
-//! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator).
+//! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator);
+//!   [`mine`]: grammars mined from the target's own parser (`FUZZER mine`).
 //! - [`output`], [`report`], [`stats`]: the output directory, `summary.json` and the time
 //!   series (`stats.jsonl`, `plot_data`).
 //!
@@ -62,6 +63,7 @@ pub use labelfuzz_grammar::pattern;
 pub use labelfuzz_grammar::specialise;
 pub mod learned_tokens;
 pub mod memory;
+pub mod mine;
 pub mod mutators;
 pub mod output;
 pub mod process;

@@ -2,12 +2,12 @@
 // functions were nested when it did (seed 002: the nesting of those reads is a parse tree).
 //
 // A mining build (LABELFUZZ_MINE=1) calls __sanitizer_cov_trace_pc at every function's entry and
-// __sanitizer_cov_load<N> before every load. There is no callback on return: a function has
-// returned once the stack pointer of a later callback's caller is above the one it entered with
-// (the stack grows down), or equal to it at another function's entry (a call made from the same
-// frame after it returned). The mining build keeps frame pointers and compiles these callbacks
-// with them, so the caller's stack pointer is our frame address plus the return address and the
-// saved frame pointer.
+// __sanitizer_cov_load<N> before every load. There is no callback on return; an invocation is
+// known by its canonical frame address (CFA: the stack pointer before the call that made it),
+// and it has returned once a later callback's caller has a higher CFA (the stack grows down),
+// or the same one at an entry (a sibling called from the same frame). The mining build keeps
+// frame pointers, so the callback's caller's CFA is its saved frame pointer plus the saved
+// frame pointer's and the return address's slots.
 //
 // Recording happens only between labelfuzz_mine_begin and labelfuzz_mine_end, on one thread (the
 // one mining); outside it each entry callback only checks whether the error function named with
@@ -35,7 +35,7 @@ static size_t node_count;
 static uint8_t overflowed;
 
 static struct {
-  uintptr_t sp;
+  uintptr_t cfa;
   uint32_t node;
 } stack[STACK_CAPACITY];
 static size_t depth;
@@ -44,13 +44,13 @@ static uintptr_t error_start;
 static uintptr_t error_end;
 static uint8_t error_entered;
 
-#define CALLER_SP() ((uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *))
+#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(1) + 2 * sizeof(void *))
 
-// Drops the invocations that have returned: those entered below `sp`, and at a new entry also
-// the one entered at `sp` itself.
-static inline __attribute__((always_inline)) void unwind(uintptr_t sp, int entering) {
+// Drops the invocations that have returned: those with a CFA below `cfa`, and at a new entry
+// also the one with `cfa` itself.
+static inline __attribute__((always_inline)) void unwind(uintptr_t cfa, int entering) {
   while (depth > 0 &&
-         (stack[depth - 1].sp < sp || (entering && stack[depth - 1].sp == sp))) {
+         (stack[depth - 1].cfa < cfa || (entering && stack[depth - 1].cfa == cfa))) {
     depth--;
   }
 }
@@ -59,8 +59,8 @@ void __sanitizer_cov_trace_pc(void) {
   uintptr_t pc = (uintptr_t)__builtin_return_address(0);
   if (pc - error_start < error_end - error_start) error_entered = 1;
   if (!recording) return;
-  uintptr_t sp = CALLER_SP();
-  unwind(sp, 1);
+  uintptr_t cfa = CALLER_CFA();
+  unwind(cfa, 1);
   if (node_count == node_capacity || depth == STACK_CAPACITY) {
     overflowed = 1;
     return;
@@ -68,16 +68,16 @@ void __sanitizer_cov_trace_pc(void) {
   uint32_t parent = depth > 0 ? stack[depth - 1].node : NO_NODE;
   nodes[node_count].pc = pc;
   nodes[node_count].parent = parent;
-  stack[depth].sp = sp;
+  stack[depth].cfa = cfa;
   stack[depth].node = (uint32_t)node_count;
   depth++;
   node_count++;
 }
 
 static inline __attribute__((always_inline)) void load(uintptr_t address, size_t size,
-                                                      uintptr_t sp) {
+                                                      uintptr_t cfa) {
   if (address + size <= input_start || address >= input_start + input_len) return;
-  unwind(sp, 0);
+  unwind(cfa, 0);
   uint32_t owner = depth > 0 ? stack[depth - 1].node : NO_NODE;
   for (size_t i = 0; i < size; i++) {
     uintptr_t at = address + i;
@@ -87,7 +87,7 @@ static inline __attribute__((always_inline)) void load(uintptr_t address, size_t
 
 #define LOAD_CALLBACK(bytes)                                           \
   void __sanitizer_cov_load##bytes(void *address) {                    \
-    if (recording) load((uintptr_t)address, bytes, CALLER_SP());       \
+    if (recording) load((uintptr_t)address, bytes, CALLER_CFA());       \
   }
 LOAD_CALLBACK(1)
 LOAD_CALLBACK(2)

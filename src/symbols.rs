@@ -68,6 +68,18 @@ impl FunctionTable {
         })
     }
 
+    /// The `(start, end)` offsets of the function called `name` (a Rust path may be given by
+    /// its last segments: `parse_error` finds `mycrate::parser::parse_error`).
+    #[must_use]
+    pub fn range_of(&self, name: &str) -> Option<(usize, usize)> {
+        let suffix = format!("::{name}");
+        self.names
+            .iter()
+            .position(|n| **n == *name)
+            .or_else(|| self.names.iter().position(|n| n.ends_with(&suffix)))
+            .map(|index| self.ranges[index])
+    }
+
     /// How many functions the table holds.
     #[must_use]
     pub fn len(&self) -> usize {

@@ -280,6 +280,9 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
     if args.get(1).is_some_and(|a| a == "coverage") {
         std::process::exit(coverage_command(&args[2..]));
     }
+    if args.get(1).is_some_and(|a| a == "mine") {
+        std::process::exit(crate::mine::command(&args[2..], target));
+    }
     let options = match Options::parse_args(args) {
         Ok(options) => options,
         Err(e) => e.exit(),
@@ -287,6 +290,12 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
     let mut config = options.config();
     config.debug_form = debug_form;
     if let Some(path) = &options.grammar {
+        // `--grammar mined`: what `FUZZER mine OUT` wrote for this output directory.
+        let path = if path.as_os_str() == "mined" && !path.exists() {
+            &crate::mine::mined_grammar_path(options.output.as_deref().unwrap_or("out".as_ref()))
+        } else {
+            path
+        };
         match specialised_grammar(&options, path) {
             Ok(grammar) => {
                 let hooked = grammar.has_hooks();

@@ -84,18 +84,22 @@ impl Node {
 /// so the grammar keeps the byte where the caller's rule needs it instead of a nonterminal
 /// whose alternatives are every character any caller peeked at.
 /// Returns the trees and the transparent functions (to build more trees alike with [`build`]).
+/// Transparency is found inside out: `expect` that reads its byte through `peek` is one byte
+/// once `peek` is.
 #[must_use]
 pub fn parse_trees(traces: &[Trace]) -> (Vec<Node>, HashSet<String>) {
-    let raw: Vec<Node> = traces
-        .iter()
-        .map(|trace| build(trace, &HashSet::new()))
-        .collect();
-    let transparent = transparent_functions(&raw);
-    let trees = traces
-        .iter()
-        .map(|trace| build(trace, &transparent))
-        .collect();
-    (trees, transparent)
+    let mut transparent = HashSet::new();
+    loop {
+        let trees: Vec<Node> = traces
+            .iter()
+            .map(|trace| build(trace, &transparent))
+            .collect();
+        let more = transparent_functions(&trees);
+        if more.is_empty() {
+            return (trees, transparent);
+        }
+        transparent.extend(more);
+    }
 }
 
 /// The tree's shape without its bytes: names and nesting, one `.` a byte. Two inputs parsed

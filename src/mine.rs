@@ -1,0 +1,395 @@
+//! `FUZZER mine`: mines a grammar from the parser of a mining build (`LABELFUZZ_MINE=1`).
+//!
+//! Every input runs in a forked child (a crash or hang costs the child only) under the runtime's
+//! recorder (`mine_trace.c`): which function invocation read each input byte last, and who
+//! called whom. The child sends the record back through a pipe when the target accepted the
+//! input: it returned without rejecting it (libFuzzer's `-1`), did not crash or time out, and
+//! did not enter the function named with `--error`. `labelfuzz_grammar::mine` turns the
+//! records into a grammar, asking the same question of every generalisation.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::os::fd::FromRawFd as _;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+
+use crate::grammar::Grammar;
+use labelfuzz_grammar::mine::{self as mining, Invocation, Trace};
+
+/// One invocation as the runtime records it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawNode {
+    pc: usize,
+    parent: u32,
+}
+
+extern "C" {
+    fn labelfuzz_mine_begin(
+        data: *const u8,
+        len: usize,
+        owners: *mut u32,
+        nodes: *mut RawNode,
+        capacity: usize,
+    );
+    fn labelfuzz_mine_end(overflowed: *mut u8) -> usize;
+    fn labelfuzz_mine_watch(start: usize, end: usize);
+    fn labelfuzz_mine_take_error() -> u8;
+}
+
+/// Invocations recorded per execution at most.
+const NODE_CAPACITY: usize = 1 << 20;
+const NO_NODE: u32 = u32::MAX;
+
+/// `FUZZER mine [OPTIONS] [INPUTS]...`
+#[derive(Debug, Parser)]
+#[command(
+    name = "FUZZER mine",
+    about = "Mine a grammar from the target's parser (run a mining build: LABELFUZZ_MINE=1)"
+)]
+pub struct MineOptions {
+    /// Inputs to mine from: a fuzzer's output directory (its corpus/), directories of sample
+    /// files, or files.
+    #[arg(value_name = "INPUT", default_value = "out")]
+    pub inputs: Vec<PathBuf>,
+
+    /// Where to write the grammar (default: OUT/mined.json for an output directory, which
+    /// `--grammar mined` reads, else mined.json).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// A function the parser enters only for invalid input (its error path): inputs that
+    /// enter it count as rejected.
+    #[arg(long, value_name = "FUNCTION")]
+    pub error: Option<String>,
+
+    /// Seconds an input may run before it counts as rejected.
+    #[arg(long, value_name = "SECS", default_value_t = 1)]
+    pub timeout: u32,
+
+    /// Inputs longer than this are left out.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    pub max_len: usize,
+
+    /// Sentences generated from the mined grammar to measure its precision (0: none).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub precision: usize,
+}
+
+/// Runs the target on inputs in forked children and symbolizes what they record.
+struct Recorder<'t> {
+    target: &'t mut dyn FnMut(&[u8]),
+    timeout: u32,
+    base: usize,
+    names: HashMap<usize, String>,
+    /// Inputs run so far.
+    runs: usize,
+}
+
+impl Recorder<'_> {
+    /// The trace of `input` if the target accepts it.
+    fn run(&mut self, input: &[u8]) -> Option<Trace> {
+        self.runs += 1;
+        let bytes = self.run_forked(input)?;
+        let (nodes, owners) = decode(&bytes, input.len())?;
+        let invocations = nodes
+            .iter()
+            .map(|node| Invocation {
+                function: self.name(node.pc),
+                parent: (node.parent != NO_NODE).then_some(node.parent as usize),
+            })
+            .collect();
+        let owners = owners
+            .into_iter()
+            .map(|owner| (owner != NO_NODE).then_some(owner as usize))
+            .collect();
+        Some(Trace {
+            input: input.to_vec(),
+            invocations,
+            owners,
+        })
+    }
+
+    fn name(&mut self, pc: usize) -> String {
+        let base = self.base;
+        self.names
+            .entry(pc)
+            .or_insert_with(|| {
+                crate::symbols::functions()
+                    .function_at(pc.wrapping_sub(base))
+                    .map_or_else(|| format!("fn_{pc:x}"), |f| f.name.to_owned())
+            })
+            .clone()
+    }
+
+    /// The child's record, if it accepted the input.
+    fn run_forked(&mut self, input: &[u8]) -> Option<Vec<u8>> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) into a two-element array.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        // SAFETY: the child only runs the target and writes to the pipe, then _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: in the child; closes our copy of the read end.
+            unsafe { libc::close(fds[0]) };
+            child(&mut *self.target, input, fds[1], self.timeout);
+        }
+        // SAFETY: the parent's copy of the write end is not needed.
+        unsafe { libc::close(fds[1]) };
+        if pid < 0 {
+            // SAFETY: closes the read end we own.
+            unsafe { libc::close(fds[0]) };
+            return None;
+        }
+        // SAFETY: fds[0] is the read end we own; the File closes it.
+        let mut reader = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        let mut bytes = Vec::new();
+        let read = reader.read_to_end(&mut bytes);
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        let accepted = read.is_ok() && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        accepted.then_some(bytes)
+    }
+}
+
+/// The forked child: records one run of the target and writes the record to `pipe`; exits 0
+/// when the target accepted the input, 1 otherwise.
+fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -> ! {
+    // SAFETY: plain libc calls in the child: silence the target's output, bound its time.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::dup2(null, 2);
+        }
+        libc::alarm(timeout.max(1));
+    }
+    let data = input.to_vec();
+    let mut owners = vec![NO_NODE; data.len()];
+    // Uninitialised: pages the recording never reaches are never touched.
+    let mut nodes: Vec<RawNode> = Vec::with_capacity(NODE_CAPACITY);
+    let _ = crate::reject::take_rejected();
+    // SAFETY: the buffers outlive the recording, which ends below.
+    unsafe {
+        labelfuzz_mine_begin(
+            data.as_ptr(),
+            data.len(),
+            owners.as_mut_ptr(),
+            nodes.as_mut_ptr(),
+            nodes.capacity(),
+        );
+    }
+    let returned =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target(&data))).is_ok();
+    let mut overflowed = 0u8;
+    // SAFETY: ends the recording begun above.
+    let count = unsafe { labelfuzz_mine_end(&raw mut overflowed) };
+    // SAFETY: the runtime wrote the first `count` nodes (never more than the capacity).
+    unsafe { nodes.set_len(count.min(nodes.capacity())) };
+    // SAFETY: reads the runtime's flag.
+    let erred = unsafe { labelfuzz_mine_take_error() } != 0;
+    let accepted = returned && !crate::reject::take_rejected() && !erred;
+    if accepted {
+        let mut out = Vec::with_capacity(16 + count * 12 + owners.len() * 4);
+        out.extend_from_slice(&(count as u64).to_le_bytes());
+        for node in &nodes {
+            out.extend_from_slice(&(node.pc as u64).to_le_bytes());
+            out.extend_from_slice(&node.parent.to_le_bytes());
+        }
+        for owner in &owners {
+            out.extend_from_slice(&owner.to_le_bytes());
+        }
+        let mut written = 0;
+        while written < out.len() {
+            // SAFETY: writes from a live buffer to the pipe's write end.
+            let n = unsafe { libc::write(pipe, out[written..].as_ptr().cast(), out.len() - written) };
+            if n <= 0 {
+                break;
+            }
+            written += n as usize;
+        }
+    }
+    // SAFETY: ends the child without running the parent's exit handlers.
+    unsafe { libc::_exit(i32::from(!accepted)) }
+}
+
+/// The child's record: invocations and the owner of every input byte.
+fn decode(bytes: &[u8], len: usize) -> Option<(Vec<RawNode>, Vec<u32>)> {
+    let count = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    let mut at = 8;
+    let mut nodes = Vec::with_capacity(count);
+    for _ in 0..count {
+        let pc = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
+        let parent = u32::from_le_bytes(bytes.get(at + 8..at + 12)?.try_into().ok()?);
+        nodes.push(RawNode {
+            pc: usize::try_from(pc).ok()?,
+            parent,
+        });
+        at += 12;
+    }
+    let owners = bytes
+        .get(at..at + 4 * len)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Some((nodes, owners))
+}
+
+/// The files to mine from: an output directory's corpus, a directory's files, or a file.
+fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        let dir = if path.join("corpus").is_dir() {
+            path.join("corpus")
+        } else {
+            path.clone()
+        };
+        if dir.is_dir() {
+            let entries = std::fs::read_dir(&dir)
+                .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let mut found: Vec<PathBuf> = entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|p| p.is_file() && !p.to_string_lossy().ends_with(".rendered"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if path.is_file() {
+            files.push(path.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", path.display()));
+        }
+    }
+    Ok(files)
+}
+
+/// Where the grammar goes by default: into the output directory mined, else the current one.
+fn default_output(inputs: &[PathBuf]) -> PathBuf {
+    match inputs.first() {
+        Some(dir) if dir.join("corpus").is_dir() => dir.join("mined.json"),
+        _ => PathBuf::from("mined.json"),
+    }
+}
+
+/// The grammar `--grammar mined` means for a run writing to `output_dir`.
+#[must_use]
+pub fn mined_grammar_path(output_dir: &Path) -> PathBuf {
+    output_dir.join("mined.json")
+}
+
+/// Where the executable is loaded (the recorded addresses are absolute).
+fn executable_base() -> usize {
+    extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut std::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes valid pointers; `data` is the `usize` below.
+        unsafe { *data.cast::<usize>() = (*info).dlpi_addr as usize };
+        1
+    }
+    let mut base = 0usize;
+    // SAFETY: walks the loader's list of objects; the first one is this executable.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut base).cast()) };
+    base
+}
+
+/// `FUZZER mine ARGS`: returns the exit status (0 mined, 2 error).
+pub fn command(args: &[std::ffi::OsString], target: &mut dyn FnMut(&[u8])) -> i32 {
+    let mut argv = vec![std::ffi::OsString::from("mine")];
+    argv.extend_from_slice(args);
+    let options = match MineOptions::try_parse_from(argv) {
+        Ok(options) => options,
+        Err(e) => e.exit(),
+    };
+    match mine(&options, target) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("labelfuzz: error: {message}");
+            2
+        }
+    }
+}
+
+fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), String> {
+    let base = executable_base();
+    if let Some(function) = &options.error {
+        let (start, end) = crate::symbols::functions()
+            .range_of(function)
+            .ok_or_else(|| format!("--error: no function `{function}` in this executable"))?;
+        // SAFETY: sets the runtime's watched range.
+        unsafe { labelfuzz_mine_watch(base + start, base + end) };
+    }
+    let mut recorder = Recorder {
+        target,
+        timeout: options.timeout,
+        base,
+        names: HashMap::new(),
+        runs: 0,
+    };
+    let files = input_files(&options.inputs)?;
+    let mut traces = Vec::new();
+    for file in &files {
+        let input = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        if input.len() > options.max_len {
+            continue;
+        }
+        if let Some(trace) = recorder.run(&input) {
+            traces.push(trace);
+        }
+    }
+    if traces.iter().all(|trace| trace.invocations.is_empty()) {
+        return Err(format!(
+            "none of {} inputs was accepted with a recorded parse (is this a mining build? \
+             build it with LABELFUZZ_MINE=1)",
+            files.len()
+        ));
+    }
+    println!("mining from {} of {} inputs", traces.len(), files.len());
+    if std::env::var_os("LABELFUZZ_MINE_DEBUG").is_some() { mining::debug_shapes(&traces); }
+    let mut accepts = |input: &[u8]| recorder.run(input);
+    let mined = mining::mine(&traces, &mut accepts).map_err(|e| e.to_string())?;
+    let output = options
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&options.inputs));
+    write_atomically(&output, mined.json.as_bytes())?;
+    println!("{:>7} {:>7}  rule", "nodes", "checks");
+    for rule in &mined.support {
+        println!(
+            "{:>7} {:>7}  {} -> {}",
+            rule.nodes, rule.checks, rule.nonterminal, rule.alternative
+        );
+    }
+    println!("checks: {} target runs", mined.checks);
+    if options.precision > 0 {
+        let accepted = precision(&mined.grammar, options.precision, &mut recorder);
+        println!(
+            "precision: {accepted} of {} generated sentences accepted ({:.1}%)",
+            options.precision,
+            100.0 * accepted as f64 / options.precision as f64
+        );
+    }
+    println!("grammar: {}", output.display());
+    Ok(())
+}
+
+/// How many of `count` sentences generated from `grammar` the target accepts.
+fn precision(grammar: &Grammar, count: usize, recorder: &mut Recorder<'_>) -> usize {
+    mining::sentences(grammar, count, 1, 12)
+        .iter()
+        .filter(|sentence| recorder.run_forked(sentence).is_some())
+        .count()
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename: never a partial grammar.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let temporary = path.with_extension("json.partial");
+    std::fs::write(&temporary, bytes)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
