@@ -75,6 +75,10 @@ pub struct MineOptions {
     /// Sentences generated from the mined grammar to measure its precision (0: none).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub precision: usize,
+
+    /// Print only the totals, not every rule with its support.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Runs the target on inputs in forked children and symbolizes what they record.
@@ -183,8 +187,7 @@ fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -
             nodes.capacity(),
         );
     }
-    let returned =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target(&data))).is_ok();
+    let returned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target(&data))).is_ok();
     let mut overflowed = 0u8;
     // SAFETY: ends the recording begun above.
     let count = unsafe { labelfuzz_mine_end(&raw mut overflowed) };
@@ -206,7 +209,8 @@ fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -
         let mut written = 0;
         while written < out.len() {
             // SAFETY: writes from a live buffer to the pipe's write end.
-            let n = unsafe { libc::write(pipe, out[written..].as_ptr().cast(), out.len() - written) };
+            let n =
+                unsafe { libc::write(pipe, out[written..].as_ptr().cast(), out.len() - written) };
             if n <= 0 {
                 break;
             }
@@ -334,7 +338,8 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
     let files = input_files(&options.inputs)?;
     let mut traces = Vec::new();
     for file in &files {
-        let input = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let input =
+            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         if input.len() > options.max_len {
             continue;
         }
@@ -350,7 +355,6 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         ));
     }
     println!("mining from {} of {} inputs", traces.len(), files.len());
-    if std::env::var_os("LABELFUZZ_MINE_DEBUG").is_some() { mining::debug_shapes(&traces); }
     let mut accepts = |input: &[u8]| recorder.run(input);
     let mined = mining::mine(&traces, &mut accepts).map_err(|e| e.to_string())?;
     let output = options
@@ -358,12 +362,8 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         .clone()
         .unwrap_or_else(|| default_output(&options.inputs));
     write_atomically(&output, mined.json.as_bytes())?;
-    println!("{:>7} {:>7}  rule", "nodes", "checks");
-    for rule in &mined.support {
-        println!(
-            "{:>7} {:>7}  {} -> {}",
-            rule.nodes, rule.checks, rule.nonterminal, rule.alternative
-        );
+    if !options.quiet {
+        print_support(&mined.support);
     }
     println!("checks: {} target runs", mined.checks);
     if options.precision > 0 {
@@ -376,6 +376,17 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
     }
     println!("grammar: {}", output.display());
     Ok(())
+}
+
+/// Each rule with the parse-tree nodes it matched and the target runs that checked it.
+fn print_support(support: &[mining::RuleSupport]) {
+    println!("{:>7} {:>7}  rule", "nodes", "checks");
+    for rule in support {
+        println!(
+            "{:>7} {:>7}  {} -> {}",
+            rule.nodes, rule.checks, rule.nonterminal, rule.alternative
+        );
+    }
 }
 
 /// How many of `count` sentences generated from `grammar` the target accepts.

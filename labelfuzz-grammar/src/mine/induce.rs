@@ -32,6 +32,8 @@ pub enum Item {
     Call(String),
     /// One or more repetitions of [`Rules::repeats`]`[index]`.
     Repeat(usize),
+    /// This item or nothing.
+    Optional(Box<Item>),
 }
 
 /// Where an alternative was seen: an input and the span of each item in it.
@@ -50,6 +52,8 @@ pub struct Alternative {
     pub support: usize,
     /// How many target runs checked its generalisations.
     pub checks: usize,
+    /// For each item, whether the input stayed valid without it.
+    optional: Vec<bool>,
 }
 
 /// The rules mined so far.
@@ -71,6 +75,7 @@ pub struct Inducer<'o> {
     accepts: Accepts<'o>,
     transparent: HashSet<String>,
     shapes: HashMap<usize, String>,
+    trees: HashMap<usize, Node>,
     rules: Rules,
     index: HashMap<String, usize>,
     /// Target runs so far.
@@ -92,6 +97,7 @@ impl<'o> Inducer<'o> {
             accepts,
             transparent,
             shapes: HashMap::new(),
+            trees: HashMap::new(),
             rules: Rules::default(),
             index: HashMap::new(),
             checks: 0,
@@ -133,10 +139,48 @@ impl<'o> Inducer<'o> {
         }
     }
 
-    /// The rules mined.
+    /// The rules mined. Alternatives that differ only in optional items (ones the target
+    /// accepted the input without, parsed alike otherwise) are merged: each such item becomes
+    /// optional wherever one of them had it, so whitespace seen before a number in one sample
+    /// and after it in another is allowed on both sides.
     #[must_use]
-    pub fn finish(self) -> Rules {
+    pub fn finish(mut self) -> Rules {
+        for (_, alternatives) in &mut self.rules.nonterminals {
+            *alternatives = merge_optional(std::mem::take(alternatives));
+        }
         self.rules
+    }
+
+    /// Which items of `items` (an alternative of `name`) the input of `instance` is still
+    /// valid without, parsed as before but for the item (a `+` left alone before a number may
+    /// be valid as a sign: that is another parse, and the item is not optional).
+    fn optional_items(&mut self, name: &str, items: &[Item], instance: &Instance) -> Vec<bool> {
+        let mut optional = vec![false; items.len()];
+        if items.len() < 2 {
+            return optional;
+        }
+        if !self.trees.contains_key(&instance.input) {
+            let input = self.inputs[instance.input].clone();
+            let Some(trace) = (self.accepts)(&input) else {
+                return optional;
+            };
+            self.trees
+                .insert(instance.input, tree::build(&trace, &self.transparent));
+        }
+        for (k, slot) in optional.iter_mut().enumerate() {
+            let (from, to) = instance.spans[k];
+            let mut expected = self.trees[&instance.input].clone();
+            if !tree::remove_span(&mut expected, name, from, to) {
+                continue;
+            }
+            let expected = tree::shape(&expected);
+            let without = self.edited(instance, from, to, &[]);
+            self.checks += 1;
+            *slot = (self.accepts)(&without).is_some_and(|trace| {
+                tree::shape(&tree::build(&trace, &self.transparent)) == expected
+            });
+        }
+        optional
     }
 
     fn add(&mut self, name: &str, items: Vec<Item>, instance: Instance) {
@@ -151,7 +195,11 @@ impl<'o> Inducer<'o> {
         };
         let matched = (0..self.rules.nonterminals[slot].1.len()).find(|&a| {
             let mut budget = MATCH_BUDGET;
-            self.matches(&self.rules.nonterminals[slot].1[a].items, &items, &mut budget)
+            self.matches(
+                &self.rules.nonterminals[slot].1[a].items,
+                &items,
+                &mut budget,
+            )
         });
         if let Some(a) = matched {
             self.rules.nonterminals[slot].1[a].support += 1;
@@ -161,7 +209,8 @@ impl<'o> Inducer<'o> {
         let classed = self.classify(name, &items, instance);
         let found = self.find_repeats(name, classed);
         let checks = self.checks - before;
-        for (items, _) in found {
+        for (items, instance) in found {
+            let optional = self.optional_items(name, &items, &instance);
             let alternatives = &mut self.rules.nonterminals[slot].1;
             if let Some(same) = alternatives.iter_mut().find(|a| a.items == items) {
                 same.support += 1;
@@ -171,6 +220,7 @@ impl<'o> Inducer<'o> {
                     items,
                     support: 1,
                     checks,
+                    optional,
                 });
             }
         }
@@ -217,12 +267,19 @@ impl<'o> Inducer<'o> {
                 let members = &self.rules.classes[*class];
                 let run = raw
                     .iter()
-                    .take_while(|item| matches!(item, Item::Byte(b) if members.binary_search(b).is_ok()))
+                    .take_while(
+                        |item| matches!(item, Item::Byte(b) if members.binary_search(b).is_ok()),
+                    )
                     .count();
                 let longest = if *many { run } else { run.min(1) };
                 (1..=longest)
                     .rev()
                     .any(|n| self.matches(rest, &raw[n..], budget))
+            }
+            Item::Optional(inner) => {
+                let mut with: Vec<Item> = vec![(**inner).clone()];
+                with.extend_from_slice(rest);
+                self.matches(&with, raw, budget) || self.matches(rest, raw, budget)
             }
             Item::Repeat(index) => {
                 let unit = &self.rules.repeats[*index].1;
@@ -275,7 +332,12 @@ impl<'o> Inducer<'o> {
     }
 
     /// Bytes to classes and runs; returns the items with the instance's spans to match.
-    fn classify(&mut self, name: &str, items: &[Item], instance: Instance) -> (Vec<Item>, Instance) {
+    fn classify(
+        &mut self,
+        name: &str,
+        items: &[Item],
+        instance: Instance,
+    ) -> (Vec<Item>, Instance) {
         let sets: Vec<Option<Vec<u8>>> = items
             .iter()
             .zip(&instance.spans)
@@ -289,15 +351,15 @@ impl<'o> Inducer<'o> {
         let mut i = 0;
         while i < items.len() {
             let Some(set) = sets[i].as_ref().filter(|set| set.len() > 1) else {
-                out_items.push(items[i].clone());
-                out_spans.push(instance.spans[i]);
-                i += 1;
+                i = self.literal_run(name, items, &instance, i, &mut out_items, &mut out_spans);
                 continue;
             };
             let mut class = set.clone();
             let mut end = i + 1;
             while let (Some(Item::Byte(here)), Some(Some(next))) = (items.get(end), sets.get(end)) {
-                let Item::Byte(previous) = items[end - 1] else { break };
+                let Item::Byte(previous) = items[end - 1] else {
+                    break;
+                };
                 if next.len() < 2 || !next.contains(&previous) || !class.contains(here) {
                     break;
                 }
@@ -305,7 +367,10 @@ impl<'o> Inducer<'o> {
                 end += 1;
             }
             let run = &items[i..end];
-            if !run.iter().all(|item| matches!(item, Item::Byte(b) if class.contains(b))) {
+            if !run
+                .iter()
+                .all(|item| matches!(item, Item::Byte(b) if class.contains(b)))
+            {
                 class = set.clone();
                 end = i + 1;
             }
@@ -313,11 +378,17 @@ impl<'o> Inducer<'o> {
             let many = self.runs_repeat(&instance, from, to, &class);
             let id = self.class_id(name, class);
             if many {
-                out_items.push(Item::Class { class: id, many: true });
+                out_items.push(Item::Class {
+                    class: id,
+                    many: true,
+                });
                 out_spans.push((from, to));
             } else {
                 for k in i..end {
-                    out_items.push(Item::Class { class: id, many: false });
+                    out_items.push(Item::Class {
+                        class: id,
+                        many: false,
+                    });
                     out_spans.push(instance.spans[k]);
                 }
             }
@@ -330,15 +401,49 @@ impl<'o> Inducer<'o> {
         (out_items, instance)
     }
 
+    /// Copies `items[i]`, or the run of one byte that starts there (`"   "`) as a run of
+    /// that byte if the target takes one and three more; returns where the next item starts.
+    fn literal_run(
+        &mut self,
+        name: &str,
+        items: &[Item],
+        instance: &Instance,
+        i: usize,
+        out_items: &mut Vec<Item>,
+        out_spans: &mut Vec<(usize, usize)>,
+    ) -> usize {
+        let Item::Byte(byte) = items[i] else {
+            out_items.push(items[i].clone());
+            out_spans.push(instance.spans[i]);
+            return i + 1;
+        };
+        let end = i + items[i..]
+            .iter()
+            .take_while(|item| **item == Item::Byte(byte))
+            .count();
+        let (from, to) = (instance.spans[i].0, instance.spans[end - 1].1);
+        if self.runs_repeat(instance, from, to, &[byte]) {
+            let class = self.class_id(name, vec![byte]);
+            out_items.push(Item::Class { class, many: true });
+            out_spans.push((from, to));
+        } else {
+            out_items.extend_from_slice(&items[i..end]);
+            out_spans.extend_from_slice(&instance.spans[i..end]);
+        }
+        end
+    }
+
     /// Whether one byte of `class`, and a run three longer, are accepted at `from..to`.
     fn runs_repeat(&mut self, instance: &Instance, from: usize, to: usize, class: &[u8]) -> bool {
         let one = [self.inputs[instance.input][from]];
         let long: Vec<u8> = (0..to - from + 3)
             .map(|k| class[(k * 7 + 1) % class.len()])
             .collect();
-        let short_input = self.edited(instance, from, to, &one);
-        if !self.check(&short_input) {
-            return false;
+        if to - from > 1 {
+            let short_input = self.edited(instance, from, to, &one);
+            if !self.check(&short_input) {
+                return false;
+            }
         }
         let long_input = self.edited(instance, from, to, &long);
         self.check(&long_input)
@@ -346,7 +451,11 @@ impl<'o> Inducer<'o> {
 
     /// Finds repeated parts in `alternative`, checks them, and returns the alternatives that
     /// result (the repetition as a nonterminal, and the form without it).
-    fn find_repeats(&mut self, name: &str, alternative: (Vec<Item>, Instance)) -> Vec<(Vec<Item>, Instance)> {
+    fn find_repeats(
+        &mut self,
+        name: &str,
+        alternative: (Vec<Item>, Instance),
+    ) -> Vec<(Vec<Item>, Instance)> {
         let mut done = Vec::new();
         let mut work = vec![alternative];
         while let Some((items, instance)) = work.pop() {
@@ -363,7 +472,12 @@ impl<'o> Inducer<'o> {
     }
 
     /// The first repetition in `items` the target confirms, as two alternatives.
-    fn repeat_in(&mut self, name: &str, items: &[Item], instance: &Instance) -> Option<[(Vec<Item>, Instance); 2]> {
+    fn repeat_in(
+        &mut self,
+        name: &str,
+        items: &[Item],
+        instance: &Instance,
+    ) -> Option<[(Vec<Item>, Instance); 2]> {
         let n = items.len();
         for unit in 1..=LONGEST_UNIT {
             for separator in 0..=LONGEST_SEPARATOR {
@@ -379,14 +493,17 @@ impl<'o> Inducer<'o> {
                     let mut end = start + unit;
                     while end + step <= n
                         && items[end + separator..end + step] == *first
-                        && items[end..end + separator] == items[start + unit..start + unit + separator]
+                        && items[end..end + separator]
+                            == items[start + unit..start + unit + separator]
                     {
                         end += step;
                     }
                     if end == start + unit {
                         continue;
                     }
-                    if let Some(split) = self.confirm_repeat(name, items, instance, start + unit, end, step) {
+                    if let Some(split) =
+                        self.confirm_repeat(name, items, instance, start + unit, end, step)
+                    {
                         return Some(split);
                     }
                 }
@@ -440,7 +557,11 @@ impl<'o> Inducer<'o> {
         bare.extend_from_slice(&items[to..]);
         let removed = region.1 - region.0;
         let mut spans = instance.spans[..from].to_vec();
-        spans.extend(instance.spans[to..].iter().map(|&(a, b)| (a - removed, b - removed)));
+        spans.extend(
+            instance.spans[to..]
+                .iter()
+                .map(|&(a, b)| (a - removed, b - removed)),
+        );
         self.inputs.push(without);
         let bare_instance = Instance {
             input: self.inputs.len() - 1,
@@ -448,4 +569,88 @@ impl<'o> Inducer<'o> {
         };
         Some([(repeated, repeated_instance), (bare, bare_instance)])
     }
+}
+
+/// Groups alternatives by their required items and makes every optional item seen in a group
+/// optional in the group's one alternative (see [`Inducer::finish`]).
+fn merge_optional(alternatives: Vec<Alternative>) -> Vec<Alternative> {
+    struct Group {
+        core: Vec<Item>,
+        gaps: Vec<Vec<Item>>,
+        support: usize,
+        checks: usize,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for alternative in alternatives {
+        let core: Vec<Item> = alternative
+            .items
+            .iter()
+            .zip(&alternative.optional)
+            .filter(|(_, &optional)| !optional)
+            .map(|(item, _)| item.clone())
+            .collect();
+        if core.is_empty() {
+            // Every item optional, but only one at a time was tried: keep it as it is.
+            let items = alternative.items.clone();
+            groups.push(Group {
+                gaps: vec![Vec::new(); items.len() + 1],
+                core: items,
+                support: alternative.support,
+                checks: alternative.checks,
+            });
+            continue;
+        }
+        let at = match groups.iter().position(|group| group.core == core) {
+            Some(at) => at,
+            None => {
+                groups.push(Group {
+                    gaps: vec![Vec::new(); core.len() + 1],
+                    core,
+                    support: 0,
+                    checks: 0,
+                });
+                groups.len() - 1
+            }
+        };
+        let group = &mut groups[at];
+        group.support += alternative.support;
+        group.checks += alternative.checks;
+        // Optional items of one gap keep the order an alternative shows them in; one never
+        // seen beside the others goes first.
+        let (mut gap, mut cursor) = (0, 0);
+        for (item, &optional) in alternative.items.iter().zip(&alternative.optional) {
+            if !optional {
+                gap += 1;
+                cursor = 0;
+            } else if let Some(at) = group.gaps[gap].iter().position(|known| known == item) {
+                cursor = at + 1;
+            } else {
+                group.gaps[gap].insert(cursor, item.clone());
+                cursor += 1;
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            let mut items = Vec::new();
+            for (gap, optional) in group.gaps.iter().enumerate() {
+                items.extend(
+                    optional
+                        .iter()
+                        .map(|item| Item::Optional(Box::new(item.clone()))),
+                );
+                if let Some(item) = group.core.get(gap) {
+                    items.push(item.clone());
+                }
+            }
+            let optional = vec![false; items.len()];
+            Alternative {
+                items,
+                support: group.support,
+                checks: group.checks,
+                optional,
+            }
+        })
+        .collect()
 }

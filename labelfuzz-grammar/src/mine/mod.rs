@@ -179,9 +179,3 @@ mod tests {
         assert!(mined.json.contains("\"<term>\""), "{}", mined.json);
     }
 }
-#[doc(hidden)]
-pub fn debug_shapes(traces: &[Trace]) {
-    let (trees, transparent) = parse_trees(traces);
-    eprintln!("transparent: {transparent:?}");
-    for t in trees.iter().take(2) { eprintln!("{}", tree::shape(t)); }
-}

@@ -58,7 +58,10 @@ impl Names {
             .iter()
             .map(|(function, _)| {
                 let symbol = symbol_for(function);
-                (function.clone(), unique(symbol[1..symbol.len() - 1].to_owned()))
+                (
+                    function.clone(),
+                    unique(symbol[1..symbol.len() - 1].to_owned()),
+                )
             })
             .collect();
         let trimmed = |owner: &str| {
@@ -136,6 +139,29 @@ fn class_text(members: &[u8]) -> String {
     out
 }
 
+/// The token of a non-byte item.
+fn item_token(names: &Names, item: &Item) -> String {
+    match item {
+        Item::Class { class, many: false } => symbol_token(&names.classes[*class]),
+        Item::Class { class, many: true } => symbol_token(&names.run(*class)),
+        Item::Call(function) => symbol_token(names.function(function)),
+        Item::Repeat(index) => symbol_token(&names.repeats[*index]),
+        Item::Optional(inner) => symbol_token(&optional_name(names, inner)),
+        Item::Byte(b) => text_token(&[*b]),
+    }
+}
+
+/// The nonterminal standing for `inner` or nothing: its name with `?` before the `>`.
+fn optional_name(names: &Names, inner: &Item) -> String {
+    let token = item_token(names, inner);
+    let name: String = serde_json::from_str(&token).unwrap_or(token);
+    if name.starts_with('<') && name.ends_with('>') {
+        format!("{}?>", &name[..name.len() - 1])
+    } else {
+        format!("<{}?>", name.replace(|c: char| c.is_whitespace(), "_"))
+    }
+}
+
 fn alternative_json(names: &Names, items: &[Item]) -> String {
     let mut tokens = Vec::new();
     let mut text = Vec::new();
@@ -148,13 +174,7 @@ fn alternative_json(names: &Names, items: &[Item]) -> String {
             tokens.push(text_token(&text));
             text.clear();
         }
-        tokens.push(match item {
-            Item::Class { class, many: false } => symbol_token(&names.classes[*class]),
-            Item::Class { class, many: true } => symbol_token(&names.run(*class)),
-            Item::Call(function) => symbol_token(names.function(function)),
-            Item::Repeat(index) => symbol_token(&names.repeats[*index]),
-            Item::Byte(_) => unreachable!("bytes are gathered above"),
-        });
+        tokens.push(item_token(names, item));
     }
     if !text.is_empty() {
         tokens.push(text_token(&text));
@@ -167,10 +187,19 @@ pub fn write(rules: &Rules) -> (String, Vec<RuleSupport>) {
     let names = Names::new(rules);
     let mut entries: Vec<(String, Vec<String>)> = Vec::new();
     let mut support = Vec::new();
+    let mut optionals: Vec<(String, String)> = Vec::new();
     for (function, alternatives) in &rules.nonterminals {
         let symbol = names.function(function).to_owned();
         let mut written = Vec::new();
         for alternative in alternatives {
+            for item in &alternative.items {
+                if let Item::Optional(inner) = item {
+                    let name = optional_name(&names, inner);
+                    if !optionals.iter().any(|(n, _)| *n == name) {
+                        optionals.push((name, item_token(&names, inner)));
+                    }
+                }
+            }
             let json = alternative_json(&names, &alternative.items);
             support.push(RuleSupport {
                 nonterminal: symbol.clone(),
@@ -185,7 +214,10 @@ pub fn write(rules: &Rules) -> (String, Vec<RuleSupport>) {
     for (class, members) in rules.classes.iter().enumerate() {
         let single = symbol_token(&names.classes[class]);
         let chars = serde_json::Value::String(class_text(members)).to_string();
-        entries.push((names.classes[class].clone(), vec![format!("{{\"chars\": {chars}}}")]));
+        entries.push((
+            names.classes[class].clone(),
+            vec![format!("{{\"chars\": {chars}}}")],
+        ));
         let run = symbol_token(&names.run(class));
         entries.push((
             names.run(class),
@@ -200,6 +232,9 @@ pub fn write(rules: &Rules) -> (String, Vec<RuleSupport>) {
             symbol_token(&names.repeats[index])
         );
         entries.push((names.repeats[index].clone(), vec![again, once]));
+    }
+    for (name, inner) in optionals {
+        entries.push((name, vec![format!("[{inner}]"), "[]".to_owned()]));
     }
     let mut json = String::from("{\n");
     for (k, (symbol, alternatives)) in entries.iter().enumerate() {

@@ -102,6 +102,30 @@ pub fn parse_trees(traces: &[Trace]) -> (Vec<Node>, HashSet<String>) {
     }
 }
 
+/// Removes from the innermost node called `name` that spans `from..to` its parts inside
+/// `from..to` (and the node itself, if nothing is left); false if there is no such node.
+pub fn remove_span(node: &mut Node, name: &str, from: usize, to: usize) -> bool {
+    for part in &mut node.parts {
+        if let Part::Node(child) = part {
+            let (a, b) = child.span();
+            if a <= from && to <= b && remove_span(child, name, from, to) {
+                node.parts
+                    .retain(|part| !matches!(part, Part::Node(child) if child.parts.is_empty()));
+                return true;
+            }
+        }
+    }
+    if node.name != name {
+        return false;
+    }
+    let before = node.parts.len();
+    node.parts.retain(|part| {
+        let (a, b) = part.span();
+        !(from <= a && b <= to)
+    });
+    node.parts.len() < before
+}
+
 /// The tree's shape without its bytes: names and nesting, one `.` a byte. Two inputs parsed
 /// alike have the same shape.
 #[must_use]
@@ -277,7 +301,7 @@ mod tests {
             ],
             owners: vec![Some(3), Some(3), Some(4), Some(6)],
         };
-        let (trees, _) = parse_trees(&[trace.clone()]);
+        let (trees, _) = parse_trees(std::slice::from_ref(&trace));
         assert_eq!(
             shape(&trees[0], &trace.input),
             "start(expr(term(number(12))+term(number(3))))"
