@@ -285,23 +285,6 @@ pub fn mined_grammar_path(output_dir: &Path) -> PathBuf {
     output_dir.join("mined.json")
 }
 
-/// Where the executable is loaded (the recorded addresses are absolute).
-fn executable_base() -> usize {
-    extern "C" fn first(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut std::ffi::c_void,
-    ) -> libc::c_int {
-        // SAFETY: the loader passes valid pointers; `data` is the `usize` below.
-        unsafe { *data.cast::<usize>() = (*info).dlpi_addr as usize };
-        1
-    }
-    let mut base = 0usize;
-    // SAFETY: walks the loader's list of objects; the first one is this executable.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut base).cast()) };
-    base
-}
-
 /// `FUZZER mine ARGS`: returns the exit status (0 mined, 2 error).
 pub fn command(args: &[std::ffi::OsString], target: &mut dyn FnMut(&[u8])) -> i32 {
     let mut argv = vec![std::ffi::OsString::from("mine")];
@@ -320,7 +303,7 @@ pub fn command(args: &[std::ffi::OsString], target: &mut dyn FnMut(&[u8])) -> i3
 }
 
 fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), String> {
-    let base = executable_base();
+    let base = crate::symbols::executable_base();
     if let Some(function) = &options.error {
         let (start, end) = crate::symbols::functions()
             .range_of(function)

@@ -100,6 +100,25 @@ pub fn demangle(name: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(name))
 }
 
+/// Where the executable is loaded: subtracted from an absolute address, the offset the table
+/// is keyed by.
+#[must_use]
+pub fn executable_base() -> usize {
+    extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut std::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes valid pointers; `data` is the `usize` below.
+        unsafe { *data.cast::<usize>() = (*info).dlpi_addr as usize };
+        1
+    }
+    let mut base = 0usize;
+    // SAFETY: walks the loader's list of objects; the first one is this executable.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut base).cast()) };
+    base
+}
+
 static TABLE: OnceLock<FunctionTable> = OnceLock::new();
 
 /// Reads the executable's function table now, so that processes forked later inherit it instead
@@ -131,20 +150,7 @@ mod tests {
         assert_eq!(a_function_to_find(), 7);
         let table = functions();
         assert!(table.len() > 100, "{} functions", table.len());
-        let mut base = 0usize;
-        // SAFETY: walks the loader's list of objects; the first one is this executable.
-        unsafe {
-            extern "C" fn first(
-                info: *mut libc::dl_phdr_info,
-                _size: libc::size_t,
-                data: *mut std::ffi::c_void,
-            ) -> libc::c_int {
-                // SAFETY: the loader passes valid pointers; `data` is the `usize` below.
-                unsafe { *data.cast::<usize>() = (*info).dlpi_addr as usize };
-                1
-            }
-            libc::dl_iterate_phdr(Some(first), (&raw mut base).cast());
-        }
+        let base = executable_base();
         let address = a_function_to_find as *const () as usize - base;
         let found = table.function_at(address + 1).expect("a function");
         assert_eq!(found.start, address);
