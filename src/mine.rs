@@ -19,10 +19,20 @@ use labelfuzz_grammar::mine::{self as mining, Invocation, Trace};
 
 /// One invocation as the runtime records it.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct RawNode {
     pc: usize,
     parent: u32,
+}
+
+/// What a child sends back about an input the target accepted.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record {
+    nodes: Vec<RawNode>,
+    /// The node that read each input byte last (`NO_NODE`: none).
+    owners: Vec<u32>,
+    /// More invocations happened than the runtime had room for (the deepest are missing).
+    overflowed: bool,
 }
 
 extern "C" {
@@ -87,24 +97,26 @@ struct Recorder<'t> {
     timeout: u32,
     base: usize,
     names: HashMap<usize, String>,
-    /// Inputs run so far.
-    runs: usize,
+    /// Records cut short for lack of room.
+    overflows: usize,
 }
 
 impl Recorder<'_> {
     /// The trace of `input` if the target accepts it.
     fn run(&mut self, input: &[u8]) -> Option<Trace> {
-        self.runs += 1;
         let bytes = self.run_forked(input)?;
-        let (nodes, owners) = decode(&bytes, input.len())?;
-        let invocations = nodes
+        let record: Record = postcard::from_bytes(&bytes).ok()?;
+        self.overflows += usize::from(record.overflowed);
+        let invocations = record
+            .nodes
             .iter()
             .map(|node| Invocation {
                 function: self.name(node.pc),
                 parent: (node.parent != NO_NODE).then_some(node.parent as usize),
             })
             .collect();
-        let owners = owners
+        let owners = record
+            .owners
             .into_iter()
             .map(|owner| (owner != NO_NODE).then_some(owner as usize))
             .collect();
@@ -197,15 +209,12 @@ fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -
     let erred = unsafe { labelfuzz_mine_take_error() } != 0;
     let accepted = returned && !crate::reject::take_rejected() && !erred;
     if accepted {
-        let mut out = Vec::with_capacity(16 + count * 12 + owners.len() * 4);
-        out.extend_from_slice(&(count as u64).to_le_bytes());
-        for node in &nodes {
-            out.extend_from_slice(&(node.pc as u64).to_le_bytes());
-            out.extend_from_slice(&node.parent.to_le_bytes());
-        }
-        for owner in &owners {
-            out.extend_from_slice(&owner.to_le_bytes());
-        }
+        let record = Record {
+            nodes,
+            owners,
+            overflowed: overflowed != 0,
+        };
+        let out = postcard::to_allocvec(&record).unwrap_or_default();
         let mut written = 0;
         while written < out.len() {
             // SAFETY: writes from a live buffer to the pipe's write end.
@@ -221,60 +230,28 @@ fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -
     unsafe { libc::_exit(i32::from(!accepted)) }
 }
 
-/// The child's record: invocations and the owner of every input byte.
-fn decode(bytes: &[u8], len: usize) -> Option<(Vec<RawNode>, Vec<u32>)> {
-    let count = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
-    let mut at = 8;
-    let mut nodes = Vec::with_capacity(count);
-    for _ in 0..count {
-        let pc = u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
-        let parent = u32::from_le_bytes(bytes.get(at + 8..at + 12)?.try_into().ok()?);
-        nodes.push(RawNode {
-            pc: usize::try_from(pc).ok()?,
-            parent,
-        });
-        at += 12;
-    }
-    let owners = bytes
-        .get(at..at + 4 * len)?
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some((nodes, owners))
-}
-
-/// The files to mine from: an output directory's corpus, a directory's files, or a file.
-fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
+/// The inputs to mine from: an output directory's corpus, a directory's input files, or a
+/// file (longer than `max_len`: left out, with a warning).
+fn read_all(paths: &[PathBuf], max_len: usize) -> Result<Vec<Vec<u8>>, String> {
+    let mut inputs = Vec::new();
     for path in paths {
-        let dir = if path.join("corpus").is_dir() {
-            path.join("corpus")
-        } else {
-            path.clone()
-        };
-        if dir.is_dir() {
-            let entries = std::fs::read_dir(&dir)
-                .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-            let mut found: Vec<PathBuf> = entries
-                .flatten()
-                .map(|entry| entry.path())
-                .filter(|p| p.is_file() && !p.to_string_lossy().ends_with(".rendered"))
-                .collect();
-            found.sort();
-            files.extend(found);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", path.display()));
+        if path.is_file() {
+            inputs.push(
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            );
+            continue;
         }
+        let corpus = path.join("corpus");
+        let dir = if corpus.is_dir() { &corpus } else { path };
+        inputs.extend(crate::output::read_inputs(dir, max_len).map_err(|e| e.to_string())?);
     }
-    Ok(files)
+    Ok(inputs)
 }
 
 /// Where the grammar goes by default: into the output directory mined, else the current one.
 fn default_output(inputs: &[PathBuf]) -> PathBuf {
     match inputs.first() {
-        Some(dir) if dir.join("corpus").is_dir() => dir.join("mined.json"),
+        Some(dir) if dir.join("corpus").is_dir() => mined_grammar_path(dir),
         _ => PathBuf::from("mined.json"),
     }
 }
@@ -316,28 +293,21 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         timeout: options.timeout,
         base,
         names: HashMap::new(),
-        runs: 0,
+        overflows: 0,
     };
-    let files = input_files(&options.inputs)?;
-    let mut traces = Vec::new();
-    for file in &files {
-        let input =
-            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        if input.len() > options.max_len {
-            continue;
-        }
-        if let Some(trace) = recorder.run(&input) {
-            traces.push(trace);
-        }
-    }
+    let inputs = read_all(&options.inputs, options.max_len)?;
+    let traces: Vec<Trace> = inputs
+        .iter()
+        .filter_map(|input| recorder.run(input))
+        .collect();
     if traces.iter().all(|trace| trace.invocations.is_empty()) {
         return Err(format!(
             "none of {} inputs was accepted with a recorded parse (is this a mining build? \
              build it with LABELFUZZ_MINE=1)",
-            files.len()
+            inputs.len()
         ));
     }
-    println!("mining from {} of {} inputs", traces.len(), files.len());
+    println!("mining from {} of {} inputs", traces.len(), inputs.len());
     let mut accepts = |input: &[u8]| recorder.run(input);
     let mined = mining::mine(&traces, &mut accepts).map_err(|e| e.to_string())?;
     let output = options
@@ -349,6 +319,12 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         print_support(&mined.support);
     }
     println!("checks: {} target runs", mined.checks);
+    if recorder.overflows > 0 {
+        println!(
+            "note: {} runs made more than {NODE_CAPACITY} calls; their deepest calls are left out",
+            recorder.overflows
+        );
+    }
     if options.precision > 0 {
         let accepted = precision(&mined.grammar, options.precision, &mut recorder);
         println!(

@@ -52,14 +52,14 @@ fn precision_of(stdout: &str) -> f64 {
     accepted / total
 }
 
-/// Mines `subject` from 100 samples of its reference grammar; returns (precision, recall).
+/// Mines `subject` from 200 samples of its reference grammar; returns (precision, recall).
 fn mine_and_measure(subject: &str) -> (f64, f64) {
     let dir = scratch(&format!("mine-{subject}"));
     let miner = build(&dir, subject, "miner", true);
     let reference = reference(subject);
     let samples = dir.join("samples");
     std::fs::create_dir_all(&samples).expect("samples dir");
-    for (i, sample) in sentences(&reference, 100, 7, 6).iter().enumerate() {
+    for (i, sample) in sentences(&reference, 200, 7, 6).iter().enumerate() {
         std::fs::write(samples.join(format!("{i:03}")), sample).expect("sample written");
     }
     let grammar_path = dir.join("mined.json");

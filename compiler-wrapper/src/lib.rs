@@ -60,7 +60,7 @@ const COVERAGE_FLAGS: [&str; 2] = ["-fprofile-instr-generate", "-fcoverage-mappi
 /// What a mining build (`LABELFUZZ_MINE=1`) compiles with instead: a callback on every
 /// function's entry and on every load (the runtime's `FUZZER mine` sees which function read each
 /// input byte, nested), with functions kept whole (no inlining, no tail calls) and frame pointers
-/// (the runtime tells returns by the stack pointer).
+/// (the runtime tells invocations apart by their frame address, as nothing marks a return).
 const MINE_FLAGS: [&str; 8] = [
     "-fsanitize-coverage=func,trace-pc,trace-loads",
     "-g",

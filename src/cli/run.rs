@@ -291,8 +291,9 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
     config.debug_form = debug_form;
     if let Some(path) = &options.grammar {
         // `--grammar mined`: what `FUZZER mine OUT` wrote for this output directory.
+        let mined = crate::mine::mined_grammar_path(&config.output);
         let path = if path.as_os_str() == "mined" && !path.exists() {
-            &crate::mine::mined_grammar_path(options.output.as_deref().unwrap_or("out".as_ref()))
+            &mined
         } else {
             path
         };

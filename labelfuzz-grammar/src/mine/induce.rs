@@ -61,12 +61,10 @@ pub struct Alternative {
 pub struct Rules {
     /// Nonterminals (function names) in the order first seen, with their alternatives.
     pub nonterminals: Vec<(String, Vec<Alternative>)>,
-    /// Character classes: sorted byte sets.
-    pub classes: Vec<Vec<u8>>,
+    /// Character classes (sorted byte sets), each with the nonterminal it was first found in.
+    pub classes: Vec<(String, Vec<u8>)>,
     /// Repeated parts, each with the nonterminal it was found in.
     pub repeats: Vec<(String, Vec<Item>)>,
-    /// The class each nonterminal's classes were first found in (for naming).
-    pub class_owners: Vec<String>,
 }
 
 /// Mines rules from trees, asking `accepts` whether the target takes a changed input.
@@ -74,8 +72,9 @@ pub struct Inducer<'o> {
     inputs: Vec<Vec<u8>>,
     accepts: Accepts<'o>,
     transparent: HashSet<String>,
-    shapes: HashMap<usize, String>,
-    trees: HashMap<usize, Node>,
+    /// The parse tree of each input, with its shape: those given, and those of inputs found
+    /// later, parsed when first needed.
+    trees: HashMap<usize, (Node, String)>,
     rules: Rules,
     index: HashMap<String, usize>,
     /// Target runs so far.
@@ -96,7 +95,6 @@ impl<'o> Inducer<'o> {
             inputs,
             accepts,
             transparent,
-            shapes: HashMap::new(),
             trees: HashMap::new(),
             rules: Rules::default(),
             index: HashMap::new(),
@@ -108,6 +106,7 @@ impl<'o> Inducer<'o> {
     pub fn add_trees(&mut self, trees: &[Node]) {
         let mut seen: Vec<(String, Vec<Item>, Instance)> = Vec::new();
         for (input, tree) in trees.iter().enumerate() {
+            self.trees.insert(input, (tree.clone(), tree::shape(tree)));
             for node in tree.nodes() {
                 let items = node
                     .parts
@@ -159,26 +158,18 @@ impl<'o> Inducer<'o> {
         if items.len() < 2 {
             return optional;
         }
-        if !self.trees.contains_key(&instance.input) {
-            let input = self.inputs[instance.input].clone();
-            let Some(trace) = (self.accepts)(&input) else {
-                return optional;
-            };
-            self.trees
-                .insert(instance.input, tree::build(&trace, &self.transparent));
-        }
+        let Some((original, _)) = self.original(instance.input) else {
+            return optional;
+        };
+        let original = original.clone();
         for (k, slot) in optional.iter_mut().enumerate() {
             let (from, to) = instance.spans[k];
-            let mut expected = self.trees[&instance.input].clone();
+            let mut expected = original.clone();
             if !tree::remove_span(&mut expected, name, from, to) {
                 continue;
             }
-            let expected = tree::shape(&expected);
             let without = self.edited(instance, from, to, &[]);
-            self.checks += 1;
-            *slot = (self.accepts)(&without).is_some_and(|trace| {
-                tree::shape(&tree::build(&trace, &self.transparent)) == expected
-            });
+            *slot = self.parse_shape(&without) == Some(tree::shape(&expected));
         }
         optional
     }
@@ -235,19 +226,31 @@ impl<'o> Inducer<'o> {
     /// it parsed the input: a byte that merges with its neighbours into another structure
     /// (a digit in place of a `+` between numbers) is no member of the `+`'s class.
     fn parsed_alike(&mut self, of: usize, candidate: &[u8]) -> bool {
-        self.checks += 1;
-        let Some(trace) = (self.accepts)(candidate) else {
+        let Some(shape) = self.parse_shape(candidate) else {
             return false;
         };
-        let candidate_shape = tree::shape(&tree::build(&trace, &self.transparent));
-        if !self.shapes.contains_key(&of) {
-            let original = self.inputs[of].clone();
-            let shape = (self.accepts)(&original)
-                .map(|trace| tree::shape(&tree::build(&trace, &self.transparent)))
-                .unwrap_or_default();
-            self.shapes.insert(of, shape);
+        self.original(of)
+            .is_some_and(|(_, original)| *original == shape)
+    }
+
+    /// The shape of `input`'s parse, if the target accepts it (one check).
+    fn parse_shape(&mut self, input: &[u8]) -> Option<String> {
+        self.checks += 1;
+        let trace = (self.accepts)(input)?;
+        Some(tree::shape(&tree::build(&trace, &self.transparent)))
+    }
+
+    /// The parse tree and shape of input `of`.
+    fn original(&mut self, of: usize) -> Option<&(Node, String)> {
+        if !self.trees.contains_key(&of) {
+            let input = self.inputs[of].clone();
+            self.checks += 1;
+            let trace = (self.accepts)(&input)?;
+            let tree = tree::build(&trace, &self.transparent);
+            let shape = tree::shape(&tree);
+            self.trees.insert(of, (tree, shape));
         }
-        self.shapes[&of] == candidate_shape
+        self.trees.get(&of)
     }
 
     /// Whether `pattern` (generalised items) matches `raw` (bytes and calls).
@@ -264,7 +267,7 @@ impl<'o> Inducer<'o> {
                 raw.first() == Some(first) && self.matches(rest, &raw[1..], budget)
             }
             Item::Class { class, many } => {
-                let members = &self.rules.classes[*class];
+                let members = &self.rules.classes[*class].1;
                 let run = raw
                     .iter()
                     .take_while(
@@ -323,11 +326,10 @@ impl<'o> Inducer<'o> {
     }
 
     fn class_id(&mut self, name: &str, set: Vec<u8>) -> usize {
-        if let Some(id) = self.rules.classes.iter().position(|c| *c == set) {
+        if let Some(id) = self.rules.classes.iter().position(|(_, c)| *c == set) {
             return id;
         }
-        self.rules.classes.push(set);
-        self.rules.class_owners.push(name.to_owned());
+        self.rules.classes.push((name.to_owned(), set));
         self.rules.classes.len() - 1
     }
 
@@ -524,13 +526,13 @@ impl<'o> Inducer<'o> {
         step: usize,
     ) -> Option<[(Vec<Item>, Instance); 2]> {
         let region = (instance.spans[from].0, instance.spans[to - 1].1);
-        let last = &self.inputs[instance.input][instance.spans[to - step].0..region.1].to_vec();
+        let last = self.inputs[instance.input][instance.spans[to - step].0..region.1].to_vec();
         let without = self.edited(instance, region.0, region.1, &[]);
         if !self.check(&without) {
             return None;
         }
         let mut more = last.clone();
-        more.extend_from_slice(last);
+        more.extend_from_slice(&last);
         let with_more = self.edited(instance, region.1, region.1, &more);
         if !self.check(&with_more) {
             return None;

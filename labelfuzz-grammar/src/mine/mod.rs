@@ -19,7 +19,7 @@ pub mod tree;
 pub use output::RuleSupport;
 pub use tree::{parse_trees, Invocation, Node, Part, Trace};
 
-use crate::grammar::{ChoiceSequence, Generator, Grammar, GrammarError, NoHooks};
+use crate::grammar::{Grammar, GrammarError, GrammarInputs, RandomChoices};
 
 /// A mined grammar, its JSON text and what supports each rule.
 #[derive(Debug)]
@@ -60,22 +60,15 @@ pub fn mine(traces: &[Trace], accepts: induce::Accepts<'_>) -> Result<Mined, Gra
     })
 }
 
-/// `count` sentences of `grammar` from random choices (seeded; depth `max_depth`).
+/// `count` sentences of `grammar` from random choices (seeded; depth `max_depth`; at most 256
+/// random choices each, cheapest rules after that).
 #[must_use]
 pub fn sentences(grammar: &Grammar, count: usize, seed: u64, max_depth: usize) -> Vec<Vec<u8>> {
-    let generator = Generator::new(grammar, max_depth);
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        u32::try_from(state >> 40).unwrap_or(0)
-    };
-    (0..count)
-        .map(|_| {
-            let choices: Vec<u32> = (0..256).map(|_| next()).collect();
-            let mut sequence = ChoiceSequence::new(&choices);
-            generator.render(&mut sequence, &mut NoHooks)
+    let inputs = GrammarInputs::new(grammar.clone(), max_depth);
+    (0..count as u64)
+        .map(|i| {
+            let random = RandomChoices::new(seed.wrapping_mul(1_000_003).wrapping_add(i), 256);
+            inputs.random_expansion(grammar.start(), 0, random).output
         })
         .collect()
 }

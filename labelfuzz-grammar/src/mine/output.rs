@@ -25,10 +25,10 @@ struct Names {
     repeats: Vec<String>,
 }
 
-/// A function's name as a nonterminal: characters other than letters, digits, `_` and `:`
-/// become `_` (Rust paths keep their `::`).
-fn symbol_for(function: &str) -> String {
-    let cleaned: String = function
+/// A function's name as it goes inside a nonterminal's brackets: characters other than
+/// letters, digits, `_` and `:` become `_` (Rust paths keep their `::`).
+fn bare_name(function: &str) -> String {
+    function
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
@@ -37,8 +37,12 @@ fn symbol_for(function: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    format!("<{cleaned}>")
+        .collect()
+}
+
+/// `<name>` with `suffix` before the `>`: `<digits+>`, `<whitespace?>`.
+fn suffixed(name: &str, suffix: char) -> String {
+    format!("{}{suffix}>", &name[..name.len() - 1])
 }
 
 impl Names {
@@ -56,27 +60,17 @@ impl Names {
         let functions = rules
             .nonterminals
             .iter()
-            .map(|(function, _)| {
-                let symbol = symbol_for(function);
-                (
-                    function.clone(),
-                    unique(symbol[1..symbol.len() - 1].to_owned()),
-                )
-            })
+            .map(|(function, _)| (function.clone(), unique(bare_name(function))))
             .collect();
-        let trimmed = |owner: &str| {
-            let symbol = symbol_for(owner);
-            symbol[1..symbol.len() - 1].to_owned()
-        };
         let classes = rules
-            .class_owners
+            .classes
             .iter()
-            .map(|owner| unique(format!("{}-chars", trimmed(owner))))
+            .map(|(owner, _)| unique(format!("{}-chars", bare_name(owner))))
             .collect();
         let repeats = rules
             .repeats
             .iter()
-            .map(|(owner, _)| unique(format!("{}-more", trimmed(owner))))
+            .map(|(owner, _)| unique(format!("{}-more", bare_name(owner))))
             .collect();
         Names {
             functions,
@@ -92,10 +86,17 @@ impl Names {
             .map_or("<start>", |(_, symbol)| symbol.as_str())
     }
 
-    /// The run nonterminal of class `class`: its name with `+` before the `>`.
-    fn run(&self, class: usize) -> String {
-        let name = &self.classes[class];
-        format!("{}+>", &name[..name.len() - 1])
+    /// The nonterminal of a non-byte item.
+    fn of(&self, item: &Item) -> String {
+        match item {
+            Item::Class { class, many: false } => self.classes[*class].clone(),
+            Item::Class { class, many: true } => suffixed(&self.classes[*class], '+'),
+            Item::Call(function) => self.function(function).to_owned(),
+            Item::Repeat(index) => self.repeats[*index].clone(),
+            Item::Optional(inner) => suffixed(&self.of(inner), '?'),
+            // An optional byte: named by its code, which any byte has.
+            Item::Byte(b) => format!("<byte-{b:02x}>"),
+        }
     }
 }
 
@@ -139,26 +140,11 @@ fn class_text(members: &[u8]) -> String {
     out
 }
 
-/// The token of a non-byte item.
+/// The token of an item.
 fn item_token(names: &Names, item: &Item) -> String {
     match item {
-        Item::Class { class, many: false } => symbol_token(&names.classes[*class]),
-        Item::Class { class, many: true } => symbol_token(&names.run(*class)),
-        Item::Call(function) => symbol_token(names.function(function)),
-        Item::Repeat(index) => symbol_token(&names.repeats[*index]),
-        Item::Optional(inner) => symbol_token(&optional_name(names, inner)),
         Item::Byte(b) => text_token(&[*b]),
-    }
-}
-
-/// The nonterminal standing for `inner` or nothing: its name with `?` before the `>`.
-fn optional_name(names: &Names, inner: &Item) -> String {
-    let token = item_token(names, inner);
-    let name: String = serde_json::from_str(&token).unwrap_or(token);
-    if name.starts_with('<') && name.ends_with('>') {
-        format!("{}?>", &name[..name.len() - 1])
-    } else {
-        format!("<{}?>", name.replace(|c: char| c.is_whitespace(), "_"))
+        _ => symbol_token(&names.of(item)),
     }
 }
 
@@ -194,7 +180,7 @@ pub fn write(rules: &Rules) -> (String, Vec<RuleSupport>) {
         for alternative in alternatives {
             for item in &alternative.items {
                 if let Item::Optional(inner) = item {
-                    let name = optional_name(&names, inner);
+                    let name = names.of(item);
                     if !optionals.iter().any(|(n, _)| *n == name) {
                         optionals.push((name, item_token(&names, inner)));
                     }
@@ -211,16 +197,16 @@ pub fn write(rules: &Rules) -> (String, Vec<RuleSupport>) {
         }
         entries.push((symbol, written));
     }
-    for (class, members) in rules.classes.iter().enumerate() {
+    for (class, (_, members)) in rules.classes.iter().enumerate() {
         let single = symbol_token(&names.classes[class]);
         let chars = serde_json::Value::String(class_text(members)).to_string();
         entries.push((
             names.classes[class].clone(),
             vec![format!("{{\"chars\": {chars}}}")],
         ));
-        let run = symbol_token(&names.run(class));
+        let run = symbol_token(&suffixed(&names.classes[class], '+'));
         entries.push((
-            names.run(class),
+            suffixed(&names.classes[class], '+'),
             vec![format!("[{single}, {run}]"), format!("[{single}]")],
         ));
     }
@@ -263,9 +249,20 @@ mod tests {
 
     #[test]
     fn function_names_become_nonterminals() {
-        assert_eq!(symbol_for("parse_object"), "<parse_object>");
+        let rules = Rules {
+            nonterminals: vec![
+                ("parse_object".into(), Vec::new()),
+                (
+                    "serde_json::de::Deserializer<R>::parse_any".into(),
+                    Vec::new(),
+                ),
+            ],
+            ..Rules::default()
+        };
+        let names = Names::new(&rules);
+        assert_eq!(names.function("parse_object"), "<parse_object>");
         assert_eq!(
-            symbol_for("serde_json::de::Deserializer<R>::parse_any"),
+            names.function("serde_json::de::Deserializer<R>::parse_any"),
             "<serde_json::de::Deserializer_R_::parse_any>"
         );
     }
