@@ -74,6 +74,16 @@ fn main() {
         }
     }
     table.push_str("];\n");
+    // What the cache builds from this crate's own files (the rustc wrapper, the glue crates)
+    // belongs to the key too: a changed wrapper must not be found already built.
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("manifest dir"));
+    for own in ["src/wrapper.rs", "src/glue.rs"] {
+        let file = manifest_dir.join(own);
+        println!("cargo:rerun-if-changed={}", file.display());
+        let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        fnv1a(&mut hash, own.as_bytes());
+        fnv1a(&mut hash, &bytes);
+    }
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     writeln!(
         table,

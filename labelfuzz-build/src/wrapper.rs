@@ -114,10 +114,54 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
             "llvm-args=-sanitizer-coverage-trace-pc-guard",
             "-C",
             "llvm-args=-sanitizer-coverage-trace-compares",
+            // A short comparison with a constant (`s.starts_with(b"_ZN")`, `word == b"true"`)
+            // is a call to bcmp when SanitizerCoverage instruments it, which LLVM's code
+            // generator then expands into loads compared as integers: the only comparison left
+            // traced is bcmp's result against 0, and CmpLog never sees the bytes. Kept as a
+            // call, the interceptors every fuzzer carries hand the operands over (what
+            // `-fno-builtin-memcmp` does for C).
+            "-C",
+            "llvm-args=-max-loads-per-memcmp=0",
         ],
         Plan::Coverage => &["-C", "instrument-coverage"],
     };
     [instrumentation, CHECKS].concat()
+}
+
+/// The line the wrapper adds to `rustc -vV`. Cargo hashes that output into every crate's
+/// fingerprint, so crates an earlier labelfuzz instrumented with other flags are rebuilt (the
+/// flags themselves never reach cargo: the wrapper adds them behind its back).
+#[must_use]
+pub fn instrumentation_line() -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    for plan in [Plan::Plain, Plan::Sancov, Plan::Coverage] {
+        flags(plan).hash(&mut hasher);
+    }
+    format!("labelfuzz-instrumentation: {:016x}", hasher.finish())
+}
+
+/// Answers cargo's `rustc -vV` with rustc's answer and [`instrumentation_line`], then exits.
+#[allow(dead_code)] // part of the program's entry
+fn print_version_with_instrumentation(rustc: &std::ffi::OsStr) -> ! {
+    match Command::new(rustc).arg("-vV").output() {
+        Ok(out) if out.status.success() => {
+            print!("{}", String::from_utf8_lossy(&out.stdout));
+            println!("{}", instrumentation_line());
+            std::process::exit(0);
+        }
+        Ok(out) => {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            std::process::exit(out.status.code().unwrap_or(1));
+        }
+        Err(error) => {
+            eprintln!(
+                "labelfuzz-rustc: cannot run {}: {error}",
+                rustc.to_string_lossy()
+            );
+            std::process::exit(1);
+        }
+    }
 }
 
 #[allow(dead_code)] // the program's entry; the library only uses the rule
@@ -134,6 +178,9 @@ fn main() {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if text == ["-vV"] {
+        print_version_with_instrumentation(&rustc);
+    }
     let cargo_home = std::env::var("CARGO_HOME")
         .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap_or_default()));
     let mode = std::env::var("LABELFUZZ_MODE").ok();
@@ -162,6 +209,13 @@ mod tests {
     }
 
     const HOME: &str = "/home/u/.cargo";
+
+    #[test]
+    fn the_version_line_names_the_instrumentation() {
+        let line = instrumentation_line();
+        assert!(line.starts_with("labelfuzz-instrumentation: "), "{line}");
+        assert_eq!(line, instrumentation_line());
+    }
 
     #[test]
     fn target_crates_get_sancov_and_host_code_does_not() {
