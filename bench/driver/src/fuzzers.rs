@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::ablation::Lever;
 use crate::targets::Builds;
 use crate::util::{files_in, fresh_dir, read_json};
 
@@ -27,6 +28,8 @@ pub enum Fuzzer {
     Labelfuzz,
     Libfuzzer,
     Aflpp,
+    /// labelfuzz with one lever off (`BENCH_ABLATION`).
+    LabelfuzzWithout(Lever),
 }
 
 impl Fuzzer {
@@ -38,6 +41,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "labelfuzz",
             Fuzzer::Libfuzzer => "libFuzzer",
             Fuzzer::Aflpp => "AFL++",
+            Fuzzer::LabelfuzzWithout(lever) => lever.fuzzer_name(),
         }
     }
 
@@ -47,6 +51,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "labelfuzz",
             Fuzzer::Libfuzzer => "libfuzzer",
             Fuzzer::Aflpp => "aflpp",
+            Fuzzer::LabelfuzzWithout(lever) => lever.dir_name(),
         }
     }
 
@@ -56,6 +61,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "#d62728",
             Fuzzer::Libfuzzer => "#1f77b4",
             Fuzzer::Aflpp => "#2ca02c",
+            Fuzzer::LabelfuzzWithout(_) => "#9467bd",
         }
     }
 }
@@ -86,8 +92,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
         std::fs::copy(seed_file, seeds_dir.join(format!("seed-{i:04}"))).expect("copy a seed");
     }
     let corpus = match fuzzer {
-        Fuzzer::Labelfuzz => work.join("corpus"),
-        Fuzzer::Libfuzzer => work.join("corpus"),
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) | Fuzzer::Libfuzzer => work.join("corpus"),
         Fuzzer::Aflpp => work.join("out/default/queue"),
     };
     let mut snapshots = Snapshots::new(dir.join("snapshots"), corpus);
@@ -123,7 +128,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
     let wall = started.elapsed().as_secs_f64();
     snapshots.take(secs.div_ceil(60));
     let stats = match fuzzer {
-        Fuzzer::Labelfuzz => {
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) => {
             let summary = read_json(&work.join("summary.json"));
             json!({
                 "executions": summary["executions"],
@@ -177,8 +182,11 @@ fn command(
 ) -> Command {
     let has_seeds = !builds.seeds.is_empty();
     match fuzzer {
-        Fuzzer::Labelfuzz => {
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) => {
             let mut cmd = pinned(&builds.labelfuzz, cpu);
+            if let Fuzzer::LabelfuzzWithout(lever) = fuzzer {
+                cmd.args(lever.off_flags());
+            }
             cmd.args(["-q", "--seed", &seed.to_string()])
                 .args(["--max-time", &secs.to_string()])
                 .args(["--timeout", &TIMEOUT_MS.to_string()])

@@ -25,8 +25,12 @@
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
 //! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
-//!   `extras.rs` and `scaling.rs`).
+//!   `extras.rs` and `scaling.rs`);
+//! - `BENCH_ABLATION=cmp-progress,cmplog,havoc` runs labelfuzz with each named lever off beside
+//!   labelfuzz with all on, instead of the three fuzzers, and writes the ablation table
+//!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation:begin -->` and its end).
 
+mod ablation;
 mod extras;
 mod fuzzers;
 mod ledger;
@@ -73,21 +77,29 @@ struct Settings {
     fuzzers_to_run: String,
     /// `BENCH_FUZZERS=none`: only the tables, from the runs already finished.
     run_none: bool,
+    /// `BENCH_ABLATION`: the levers to measure labelfuzz without (empty: the standard
+    /// comparison of three fuzzers).
+    pub(crate) ablation: Vec<ablation::Lever>,
 }
 
 impl Settings {
     fn from_env() -> Self {
         let secs = env_secs("BENCH_SECS", 600);
+        let ablation =
+            ablation::Lever::parse_list(&std::env::var("BENCH_ABLATION").unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{e}"));
         let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
         let run_none = fuzzers_to_run.trim() == "none";
+        let known: Vec<&str> = fuzzers_of(&ablation).iter().map(|f| f.dir_name()).collect();
         assert!(
             run_none
                 || fuzzers_to_run
                     .split(',')
                     .filter(|f| !f.trim().is_empty())
-                    .all(|f| Fuzzer::ALL.iter().any(|z| z.dir_name() == f.trim())),
-            "BENCH_FUZZERS: the fuzzers are labelfuzz, libfuzzer and aflpp (or none, for the \
-             tables of the finished runs only)"
+                    .all(|f| known.contains(&f.trim())),
+            "BENCH_FUZZERS: the fuzzers are {} (or none, for the tables of the finished runs \
+             only)",
+            known.join(", ")
         );
         Settings {
             secs,
@@ -96,7 +108,13 @@ impl Settings {
             fresh: std::env::var("BENCH_FRESH").is_ok_and(|v| v == "1"),
             fuzzers_to_run,
             run_none,
+            ablation,
         }
+    }
+
+    /// The fuzzers this benchmark compares.
+    fn fuzzers(&self) -> Vec<Fuzzer> {
+        fuzzers_of(&self.ablation)
     }
 
     /// Whether `fuzzer` is to be run (rather than only read from its finished runs).
@@ -133,7 +151,10 @@ fn main() {
     let fingerprint_all = || -> Vec<Vec<String>> {
         targets
             .iter()
-            .map(|t| Fuzzer::ALL.map(|f| ledger::fingerprint(t, f)).to_vec())
+            .map(|t| {
+                let fuzzers = settings.fuzzers();
+                fuzzers.iter().map(|&f| ledger::fingerprint(t, f)).collect()
+            })
             .collect()
     };
     let fingerprints = fingerprint_all();
@@ -148,6 +169,15 @@ fn main() {
     let jobs = plan_jobs(&settings, &targets, &fingerprints, &bench);
     let all = run_jobs(&settings, jobs, &targets, &builds, &bench);
     publish::write_results(&settings, &targets, &all, &bench);
+}
+
+/// The three fuzzers, or in an ablation labelfuzz with all levers on and without each one.
+fn fuzzers_of(levers: &[ablation::Lever]) -> Vec<Fuzzer> {
+    if levers.is_empty() {
+        Fuzzer::ALL.to_vec()
+    } else {
+        ablation::fuzzers(levers)
+    }
 }
 
 /// The targets `BENCH_TARGETS` names (all by default).
@@ -180,7 +210,7 @@ fn plan_jobs(
     let mut jobs = Vec::new();
     for seed in 1..=settings.seeds {
         for (target, chosen_target) in targets.iter().enumerate() {
-            for (fuzzer, fingerprint) in Fuzzer::ALL.into_iter().zip(&fingerprints[target]) {
+            for (fuzzer, fingerprint) in settings.fuzzers().into_iter().zip(&fingerprints[target]) {
                 let run = settings.runs(fuzzer);
                 // The kept record first: it is what the tables were published from.
                 let record = ledger::record_path(settings.secs, chosen_target.name, fuzzer, seed);

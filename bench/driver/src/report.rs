@@ -45,7 +45,8 @@ fn yardstick(target: &Target, coverage: &Coverage) -> u64 {
     }
 }
 
-fn yardstick_name(target: &Target) -> &'static str {
+/// The name of what [`yardstick`] counts on `target`.
+pub fn yardstick_name(target: &Target) -> &'static str {
     match target.kind {
         Kind::Rust => "lines",
         Kind::Native => "branches",
@@ -98,10 +99,31 @@ fn cell(s: &Option<Spread>, runs: usize, seeds: u64) -> String {
 }
 
 /// `ours ÷ theirs`, when both were measured and the divisor is not zero.
-fn ratio(ours: Option<f64>, theirs: Option<f64>) -> Option<f64> {
+pub fn ratio(ours: Option<f64>, theirs: Option<f64>) -> Option<f64> {
     match (ours, theirs) {
         (Some(ours), Some(theirs)) if theirs > 0.0 => Some(ours / theirs),
         _ => None,
+    }
+}
+
+/// One fuzzer's final coverage on a target over its seeds: the table cell, the median, and the
+/// median of its corpus entries.
+pub struct FinalSpread {
+    pub cell: String,
+    pub median: Option<f64>,
+    pub entries: Option<f64>,
+}
+
+/// The final coverage of `fuzzer`'s runs on `target` (by the target's yardstick).
+pub fn final_spread(all: &[Measured], target: &Target, fuzzer: Fuzzer, seeds: u64) -> FinalSpread {
+    let runs = runs(all, target, fuzzer);
+    let s = spread(&final_values(&runs, |_, p| {
+        yardstick(target, &p.coverage) as f64
+    }));
+    FinalSpread {
+        cell: cell(&s, runs.len(), seeds),
+        median: s.as_ref().map(|s| s.median),
+        entries: spread(&final_values(&runs, |_, p| p.entries as f64)).map(|s| s.median),
     }
 }
 
@@ -128,12 +150,10 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
         let mut cells = Vec::new();
         let mut bytes = Vec::new();
         for fuzzer in Fuzzer::ALL {
+            let coverage = final_spread(all, target, fuzzer, seeds);
+            cells.push(coverage.cell);
+            medians.push(coverage.median);
             let runs = runs(all, target, fuzzer);
-            let s = spread(&final_values(&runs, |_, p| {
-                yardstick(target, &p.coverage) as f64
-            }));
-            cells.push(cell(&s, runs.len(), seeds));
-            medians.push(s.as_ref().map(|s| s.median));
             bytes.push(spread(&final_values(&runs, |_, p| p.bytes as f64)).map(|s| s.median));
         }
         // "Best other" is the other fuzzer with more coverage; its corpus is the one compared.

@@ -1,0 +1,163 @@
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog`): labelfuzz with one lever off against
+//! labelfuzz with every lever on, same targets, seeds and yardstick, so that each default is
+//! chosen by measurement. The ablated runs are fuzzers of their own
+//! ([`Fuzzer::LabelfuzzWithout`]), with their own run directories and records
+//! (`bench/results/<secs>s/<target>/labelfuzz-no-<lever>/`); the all-on runs are the standard
+//! benchmark's labelfuzz runs, reused when their sources are current.
+
+use std::fmt::Write as _;
+
+use crate::fuzzers::Fuzzer;
+use crate::report::{self, Measured};
+use crate::targets::Target;
+
+/// A part of labelfuzz that a flag turns off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Lever {
+    /// Comparison progress labels (`--cmp-progress 0`).
+    CmpProgress,
+    /// The input-to-state stage (`--cmplog 0`).
+    Cmplog,
+    /// Havoc mutants after the expansions (`--havoc 0`).
+    Havoc,
+}
+
+impl Lever {
+    /// Every lever, in the order of the table's columns.
+    pub const ALL: [Lever; 3] = [Lever::CmpProgress, Lever::Cmplog, Lever::Havoc];
+
+    /// The name `BENCH_ABLATION` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lever::CmpProgress => "cmp-progress",
+            Lever::Cmplog => "cmplog",
+            Lever::Havoc => "havoc",
+        }
+    }
+
+    /// The flags that turn it off.
+    pub fn off_flags(self) -> &'static [&'static str] {
+        match self {
+            Lever::CmpProgress => &["--cmp-progress", "0"],
+            Lever::Cmplog => &["--cmplog", "0"],
+            Lever::Havoc => &["--havoc", "0"],
+        }
+    }
+
+    /// The ablated fuzzer's name in tables.
+    pub fn fuzzer_name(self) -> &'static str {
+        match self {
+            Lever::CmpProgress => "labelfuzz without cmp-progress",
+            Lever::Cmplog => "labelfuzz without cmplog",
+            Lever::Havoc => "labelfuzz without havoc",
+        }
+    }
+
+    /// The ablated fuzzer's directory name (runs, records, `BENCH_FUZZERS`).
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Lever::CmpProgress => "labelfuzz-no-cmp-progress",
+            Lever::Cmplog => "labelfuzz-no-cmplog",
+            Lever::Havoc => "labelfuzz-no-havoc",
+        }
+    }
+
+    /// The levers a `BENCH_ABLATION` value names (comma-separated; empty: none).
+    pub fn parse_list(text: &str) -> Result<Vec<Lever>, String> {
+        let mut levers = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let lever = Lever::ALL
+                .into_iter()
+                .find(|l| l.name() == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Lever::ALL.iter().map(|l| l.name()).collect();
+                    format!(
+                        "BENCH_ABLATION: `{name}` is not a lever (the levers are {})",
+                        known.join(", ")
+                    )
+                })?;
+            if !levers.contains(&lever) {
+                levers.push(lever);
+            }
+        }
+        levers.sort();
+        Ok(levers)
+    }
+}
+
+/// The fuzzers an ablation runs: labelfuzz with every lever on, then without each one.
+pub fn fuzzers(levers: &[Lever]) -> Vec<Fuzzer> {
+    std::iter::once(Fuzzer::Labelfuzz)
+        .chain(levers.iter().map(|&l| Fuzzer::LabelfuzzWithout(l)))
+        .collect()
+}
+
+/// The ablation table: per target, labelfuzz's coverage with every lever on, then without each
+/// lever with the ratio all-on ÷ without (above 1: the lever helps), and the corpus entries.
+pub fn table(
+    targets: &[&'static Target],
+    all: &[Measured],
+    levers: &[Lever],
+    secs: u64,
+    seeds: u64,
+) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{secs} s per run, {seeds} seed(s), medians over seeds (min–max in brackets), the \
+         benchmark's yardstick. Each lever column is labelfuzz with that lever off; in \
+         brackets after it, all on ÷ that lever off (above 1.00: the lever helps). Corpus \
+         entries in the last column, all on / each lever off in order.\n"
+    );
+    let mut header = String::from("| target | counted | all on |");
+    let mut rule = String::from("|---|---|---:|");
+    for lever in levers {
+        let _ = write!(header, " without {} |", lever.name());
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(t, "{header} corpus entries |\n{rule}---:|");
+    for target in targets {
+        let on = report::final_spread(all, target, Fuzzer::Labelfuzz, seeds);
+        let mut row = format!(
+            "| {} | {} | {} |",
+            target.name,
+            report::yardstick_name(target),
+            on.cell
+        );
+        let mut entries = vec![on.entries];
+        for &lever in levers {
+            let off = report::final_spread(all, target, Fuzzer::LabelfuzzWithout(lever), seeds);
+            let effect = report::ratio(on.median, off.median)
+                .map_or(String::new(), |r| format!(" ({r:.2})"));
+            let _ = write!(row, " {}{effect} |", off.cell);
+            entries.push(off.entries);
+        }
+        let entries: Vec<String> = entries
+            .iter()
+            .map(|e| e.map_or("–".into(), |e| format!("{e:.0}")))
+            .collect();
+        let _ = writeln!(t, "{row} {} |", entries.join(" / "));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levers_are_named_once_and_parsed_in_column_order() {
+        assert_eq!(
+            Lever::parse_list(" havoc,cmp-progress,havoc "),
+            Ok(vec![Lever::CmpProgress, Lever::Havoc])
+        );
+        assert_eq!(Lever::parse_list(""), Ok(vec![]));
+        let error = Lever::parse_list("cmp_progress").unwrap_err();
+        assert!(error.contains("cmp-progress, cmplog, havoc"), "{error}");
+        for lever in Lever::ALL {
+            assert!(lever.dir_name().ends_with(lever.name()));
+            assert!(lever.fuzzer_name().ends_with(lever.name()));
+            assert!(!lever.off_flags().is_empty());
+        }
+    }
+}
