@@ -244,6 +244,7 @@ pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKi
     crate::signals::mark_target_entry(std::hint::black_box(&raw const entry_marker) as usize);
     let _ = crate::reject::take_rejected();
     crate::value_profile::reset_before_run();
+    crate::cmp_progress::reset_before_run();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     crate::signals::mark_target_exit();
     match outcome {

@@ -326,11 +326,14 @@ fn fuzzing_state(
 }
 
 /// What the fuzzing process sets up around the target before its first execution: the memory
-/// watcher, value profiling, and closing the target's output.
+/// watcher, comparison labels, and closing the target's output.
 fn prepare_fuzzing_process(config: &Config) {
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
     if config.value_profile {
         crate::value_profile::enable();
+    }
+    if config.cmp_progress {
+        crate::cmp_progress::enable();
     }
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
         crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");

@@ -107,6 +107,7 @@ where
             .ok_or_else(|| Error::key_not_found("the edges observer is missing"))?;
         collect_edge_labels(edges.to_slice(), &mut self.labels);
         crate::value_profile::collect_labels(&mut self.labels);
+        crate::cmp_progress::collect_labels(&mut self.labels);
         let table = state.metadata::<CorpusTable>()?;
         Ok(table.improves(&input.simplicity_key(), &self.labels))
     }

@@ -23,7 +23,8 @@
 //!   choices alike).
 //! - [`crash`], [`signals`], [`symbols`], [`memory`]: catching panics, signals and memory
 //!   blow-ups, and naming their sites.
-//! - [`labels`], [`order`]: edge and crash labels, and the shortlex order ("simpler").
+//! - [`labels`], [`order`]: edge and crash labels, and the shortlex order ("simpler");
+//!   [`cmp_progress`], [`value_profile`]: comparison labels.
 //! - [`seen`]: the filter of inputs already run.
 //! - [`grammar`]: grammar inputs (choice sequences rendered by a depth-limited generator);
 //!   [`mine`]: grammars mined from the target's own parser (`FUZZER mine`).
@@ -35,6 +36,7 @@
 //! crates (through `labelfuzz-sys`) link.
 
 pub mod cli;
+pub mod cmp_progress;
 pub mod config;
 pub mod consider;
 pub mod console;

@@ -1,11 +1,13 @@
 // SanitizerCoverage's comparison callbacks (-fsanitize-coverage=trace-cmp), and the hooks the
 // comparison routines call (memcmp, strcmp...).
 //
-// They feed two consumers, each only while it listens:
+// They feed three consumers, each only while it listens:
 // - CmpLog: while a traced execution runs (libafl_cmplog_enabled), each comparison's operands go
 //   into LibAFL's CmpLog map, for the input-to-state mutants;
 // - the value profile: only with -use_value_profile=1 (labelfuzz_value_profile_enabled), each
-//   site's best count of equal operand bits goes into LibAFL's value-profile map.
+//   site's best count of equal operand bits goes into LibAFL's value-profile map;
+// - comparison progress: on by default (labelfuzz_progress_enabled), each site's count of equal
+//   outcomes and its closest operands in this execution (src/cmp_progress.rs reads them).
 // LibAFL's own callbacks compute the value profile on every comparison of every execution, a
 // popcount and a store that a run without value profile never reads; on a parser such as
 // SQLite's that was an eighth of the fuzzer's time.
@@ -48,6 +50,28 @@ void __libafl_targets_cmplog_routines_len(uintptr_t k, const uint8_t *ptr1, cons
 // Set by labelfuzz when comparisons are labels (-use_value_profile=1).
 uint8_t labelfuzz_value_profile_enabled;
 
+// Comparison progress. A counter compared to a constant (`run == 4`), or a byte test whose
+// outcome only feeds a select, changes no edge and no hit count until the bug fires; what does
+// change is how often the comparison comes out equal and how close its operands come. Per site
+// and execution: `equal`, how many times the operands were equal (saturating), and `closeness`,
+// 65 minus the bit length of the smallest |a - b| seen (0: none kept). Only comparisons with a
+// constant side are recorded (see progress_worth_recording). Closeness is kept only
+// for sites never equal in this process (a solved site's distances are no longer progress, and a
+// loop bound is equal at its last iteration) and only for operands wider than a byte (a byte is
+// one guess away, and CmpLog copies it). The touched list holds this execution's sites, so that reading
+// and clearing cost what the target used, not the map's size.
+#define PROGRESS_MAP_SIZE 65536
+typedef struct {
+  uint8_t equal;
+  uint8_t closeness;
+  uint8_t solved;
+  uint8_t touched;
+} progress_cell;
+uint8_t labelfuzz_progress_enabled;
+progress_cell labelfuzz_progress_map[PROGRESS_MAP_SIZE];
+uint16_t labelfuzz_progress_touched[PROGRESS_MAP_SIZE];
+uint32_t labelfuzz_progress_touched_len;
+
 static inline uintptr_t site_of(uintptr_t pc) { return (pc >> 4) ^ (pc << 8); }
 
 static inline void log_operands(uintptr_t site, uint8_t size, uint64_t a, uint64_t b,
@@ -82,10 +106,43 @@ static inline void profile_value(uintptr_t site, uint64_t equal_bits_mask, unsig
   if (libafl_cmp_map[k] < equal) libafl_cmp_map[k] = equal;
 }
 
+static inline void record_progress(uintptr_t site, uint8_t size, uint64_t a, uint64_t b) {
+  uint32_t k = (uint32_t)(site & (PROGRESS_MAP_SIZE - 1));
+  progress_cell *cell = &labelfuzz_progress_map[k];
+  if (!cell->touched) {
+    // A site enters the list once per execution, and there are as many slots as sites.
+    cell->touched = 1;
+    labelfuzz_progress_touched[labelfuzz_progress_touched_len++] = (uint16_t)k;
+  }
+  if (a == b) {
+    if (cell->equal != 255) cell->equal++;
+    cell->solved = 1;
+    return;
+  }
+  if (size < 2 || cell->solved) return;
+  uint64_t distance = a > b ? a - b : b - a;
+  uint8_t closeness = (uint8_t)(1 + __builtin_clzll(distance));
+  if (cell->closeness < closeness) cell->closeness = closeness;
+}
+
+// Progress only where one side is a constant of the program: that is where a magic value or a
+// count to reach lives. Comparisons of two variables are mostly bounds and loop checks, and so
+// are 64-bit comparisons with a small constant (lengths and indices are 64 bits wide on this
+// target): their counts and distances follow the input's length, they run on every iteration,
+// and recording them cost a third of a JSON parser's executions per second.
+static inline int progress_worth_recording(uint8_t size, uint64_t constant, uint8_t is_const) {
+  return is_const && !(size == 8 && constant < 65536);
+}
+
 static inline void on_compare(uintptr_t pc, uint8_t size, uint64_t a, uint64_t b,
                               uint8_t a_is_const) {
-  if (__builtin_expect(!(libafl_cmplog_enabled | labelfuzz_value_profile_enabled), 1)) return;
+  if (__builtin_expect(
+          !(libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled),
+          0))
+    return;
   uintptr_t site = site_of(pc);
+  if (labelfuzz_progress_enabled && progress_worth_recording(size, a, a_is_const))
+    record_progress(site, size, a, b);
   if (labelfuzz_value_profile_enabled) profile_value(site, ~(a ^ b), size * 8u);
   if (libafl_cmplog_enabled) log_operands(site, size, a, b, a_is_const);
 }
@@ -103,13 +160,27 @@ void __sanitizer_cov_trace_const_cmp8(uint64_t a, uint64_t b) { on_compare(PC, 8
 
 // cases[0] is the number of cases, cases[1] the operand width in bits, then the case values.
 void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases) {
-  if (__builtin_expect(!(libafl_cmplog_enabled | labelfuzz_value_profile_enabled), 1)) return;
+  if (__builtin_expect(
+          !(libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled),
+          0))
+    return;
   uintptr_t pc = PC;
   uint8_t size = (uint8_t)(cases[1] / 8);
   if (size == 0 || size > 8) return;
+  // A switch's cases are edges already: progress only for wide values (magic numbers), where a
+  // case is far from one guess away.
+  uint8_t progress = labelfuzz_progress_enabled && size > 1;
+  uint8_t others = libafl_cmplog_enabled | labelfuzz_value_profile_enabled;
+  if (!(progress | others)) return;
   for (uint64_t i = 0; i < cases[0]; i++) {
     // One site per case, the case value being the constant side.
-    on_compare(pc + i, size, cases[i + 2], value, 1);
+    uintptr_t site = site_of(pc + i);
+    if (progress && progress_worth_recording(size, cases[i + 2], 1))
+      record_progress(site, size, cases[i + 2], value);
+    if (others) {
+      if (labelfuzz_value_profile_enabled) profile_value(site, ~(cases[i + 2] ^ value), size * 8u);
+      if (libafl_cmplog_enabled) log_operands(site, size, cases[i + 2], value, 1);
+    }
   }
 }
 

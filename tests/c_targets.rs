@@ -653,34 +653,76 @@ fn libfuzzer_output_flags_silence_the_target_and_shape_the_progress_lines() {
 }
 
 #[test]
-fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
+fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
+    let dir = scratch("c-four-in-a-row");
+    let fuzzer = build_planted(&dir, "four_in_a_row.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "300000", "5", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    let (kind, site) = &crashes[&b"CCCC".to_vec()];
+    assert_eq!(kind, "signal");
+    assert!(
+        site.ends_with("four_in_a_row.c:11 in LLVMFuzzerTestOneInput"),
+        "{site}"
+    );
+}
+
+#[test]
+fn a_run_of_magic_words_is_found_with_default_flags() {
+    let dir = scratch("c-magic-words");
+    let fuzzer = build_planted(&dir, "magic_words_in_a_row.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "1000000", "1", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    let magic_words = 0x7a3c_91e5_u32.to_ne_bytes().repeat(4);
+    assert!(crashes.contains_key(&magic_words), "{crashes:?}");
+}
+
+#[test]
+fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
     let dir = scratch("c-magic");
     let fuzzer = build_planted(&dir, "magic.c", &[]);
+    let magic = 0x5a7c_31e9_u32.to_ne_bytes();
     // CmpLog off: the operands are not copied into the input, only compared.
-    let common = ["-seed=3", "--cmplog", "0"];
-    let plain = run(
-        &fuzzer,
-        &[
-            &common[..],
-            &["-runs=1000000", "-o", dir.join("plain").to_str().unwrap()],
-        ]
-        .concat(),
+    let fuzz = |name: &str, flags: &[&str]| {
+        let out = dir.join(name);
+        let mut args = vec![
+            "-seed=3",
+            "--cmplog",
+            "0",
+            "--stop-on-crash",
+            "-max_total_time=300",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let result = run(&fuzzer, &args);
+        (result, crashes_by_input(&out))
+    };
+    let (edges_alone, _) = fuzz("edges", &["-runs=1000000", "--cmp-progress", "0"]);
+    assert_eq!(
+        edges_alone.status.code(),
+        Some(0),
+        "edges alone do not find it"
     );
-    assert_eq!(plain.status.code(), Some(0), "edges alone do not find it");
-    let profiled = run(
-        &fuzzer,
+    // Comparison progress (the default): the distance to the magic number halves step by step.
+    let (progress, crashes) = fuzz("progress", &["-runs=3000000"]);
+    assert_eq!(
+        progress.status.code(),
+        Some(77),
+        "{}",
+        String::from_utf8_lossy(&progress.stderr)
+    );
+    assert!(crashes.contains_key(magic.as_slice()), "{crashes:?}");
+    // libFuzzer's value profile: the matching bits grow one by one.
+    let (profiled, crashes) = fuzz(
+        "profiled",
         &[
-            &common[..],
-            &[
-                "-use_value_profile=1",
-                "-runs=20000000",
-                "-max_total_time=300",
-                "--stop-on-crash",
-                "-o",
-                dir.join("profiled").to_str().unwrap(),
-            ],
-        ]
-        .concat(),
+            "-use_value_profile=1",
+            "--cmp-progress",
+            "0",
+            "-runs=20000000",
+        ],
     );
     assert_eq!(
         profiled.status.code(),
@@ -688,11 +730,7 @@ fn value_profile_reaches_a_magic_number_that_edges_alone_do_not() {
         "{}",
         String::from_utf8_lossy(&profiled.stderr)
     );
-    let crashes = crashes_by_input(&dir.join("profiled"));
-    assert!(
-        crashes.contains_key(0x5a7c_31e9_u32.to_ne_bytes().as_slice()),
-        "{crashes:?}"
-    );
+    assert!(crashes.contains_key(magic.as_slice()), "{crashes:?}");
 }
 
 #[test]

@@ -853,6 +853,30 @@ fn keywords_compared_with_slice_equality_are_found_through_their_operands() {
     );
 }
 
+#[test]
+fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
+    let fuzzer = build_fuzzer("counter");
+    let out = scratch("counter");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "300000",
+            "--seed",
+            "5",
+            "--stop-on-crash",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let crashes = common::crashes_by_input(&out);
+    let (kind, site) = &crashes[&b"CCCC".to_vec()];
+    assert_eq!(kind, "panic");
+    assert!(site.contains("src/main.rs:"), "{site}");
+}
+
 /// Runs `fuzzer --replay` on one input; returns the edges it covers.
 fn edges_of(fuzzer: &std::path::Path, name: &str, input: &[u8]) -> u64 {
     let dir = scratch(name);

@@ -4,7 +4,9 @@
 //! its hit count — or a *crash label* — one kind of failure at one place. Both are packed in a
 //! `u64` so the hot path compares integers and the table can index edges densely.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -79,8 +81,12 @@ impl std::fmt::Display for CrashKind {
 
 /// Set on crash labels, clear on edge labels.
 const CRASH_BIT: u64 = 1 << 63;
-/// Set on comparison labels (`-use_value_profile=1`).
+/// Set on comparison labels (value profile and comparison progress).
 const COMPARISON_BIT: u64 = 1 << 62;
+/// A comparison label's low byte: the value profile's matching bits (0..=64), or one of these
+/// tags with the progress it measures in the low bits.
+const EQUAL_COUNT_TAG: u64 = 0x80;
+const DISTANCE_TAG: u64 = 0xc0;
 
 /// Number of AFL hit-count buckets per edge (1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+).
 pub const BUCKETS_PER_EDGE: usize = 8;
@@ -116,6 +122,29 @@ impl Label {
     #[must_use]
     pub fn comparison(site: usize, matching_bits: u8) -> Self {
         Label(COMPARISON_BIT | ((site as u64) << 8) | u64::from(matching_bits))
+    }
+
+    /// The label of comparison site `site` when its operands came out equal `count` times in
+    /// one execution, by AFL hit-count bucket (`count` ≥ 1): a byte test feeding a select
+    /// changes no edge, but one more equal outcome is a new label.
+    #[must_use]
+    pub fn comparison_equal_count(site: usize, count: u8) -> Self {
+        debug_assert!(
+            count != 0,
+            "a comparison never equal has no equal-count label"
+        );
+        let bucket = u64::from(CLASSIFIED[usize::from(count)].trailing_zeros());
+        Label(COMPARISON_BIT | ((site as u64) << 8) | EQUAL_COUNT_TAG | bucket)
+    }
+
+    /// The label of comparison site `site` when its operands came within a distance of
+    /// `distance_bits` bits at best in one execution (the bit length of the smallest `|a - b|`,
+    /// 1..=64): a counter or a magic number approached one power of two at a time.
+    #[must_use]
+    pub fn comparison_distance(site: usize, distance_bits: u8) -> Self {
+        debug_assert!((1..=64).contains(&distance_bits), "{distance_bits}");
+        let bits = u64::from(distance_bits.clamp(1, 64) - 1);
+        Label(COMPARISON_BIT | ((site as u64) << 8) | DISTANCE_TAG | bits)
     }
 
     /// True for crash labels.
@@ -155,15 +184,50 @@ impl fmt::Display for Label {
         match self.as_edge() {
             Some((edge, bucket)) => write!(f, "edge:{edge}:{}", BUCKET_NAMES[bucket]),
             None if self.is_comparison() => {
-                write!(
-                    f,
-                    "cmp:{}:{}",
-                    (self.0 & !COMPARISON_BIT) >> 8,
-                    self.0 & 0xff
-                )
+                let site = (self.0 & !COMPARISON_BIT) >> 8;
+                let low = self.0 & 0xff;
+                if low & DISTANCE_TAG == DISTANCE_TAG {
+                    write!(f, "cmp:{site}:distance<2^{}", (low & 0x3f) + 1)
+                } else if low & EQUAL_COUNT_TAG != 0 {
+                    let bucket = (low & 7) as usize;
+                    write!(f, "cmp:{site}:equal:{}", BUCKET_NAMES[bucket])
+                } else {
+                    write!(f, "cmp:{site}:{low}")
+                }
             }
             None => write!(f, "crash:{:016x}", self.0 & !CRASH_BIT),
         }
+    }
+}
+
+/// A map keyed by labels, hashed with [`LabelHasher`].
+pub type LabelMap<V> = HashMap<Label, V, BuildHasherDefault<LabelHasher>>;
+
+/// The hasher of label maps: one multiply and a fold. Every execution looks up each of its
+/// comparison and crash labels, and SipHash (std's default, built against flooding by
+/// adversarial keys, which labels are not) cost a tenth of a run on a comparison-heavy target.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LabelHasher(u64);
+
+impl LabelHasher {
+    const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+}
+
+impl Hasher for LabelHasher {
+    fn finish(&self) -> u64 {
+        // The product's high half depends on every bit of the key: fold it into the low bits,
+        // which pick the bucket.
+        self.0 ^ (self.0 >> 32)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(Self::MULTIPLIER);
     }
 }
 
@@ -271,6 +335,41 @@ mod tests {
         // No field can bleed into the next: the separator keeps ("ab","c") apart from ("a","bc").
         assert_ne!(Label::crash("ab", "c"), Label::crash("a", "bc"));
         assert_eq!(a.as_edge(), None);
+    }
+
+    #[test]
+    fn comparison_progress_labels_are_apart_from_each_other_and_from_edges() {
+        let site = 4321;
+        let equal: Vec<Label> = (1..=255)
+            .map(|count| Label::comparison_equal_count(site, count))
+            .collect();
+        // Counts in one hit-count bucket share a label; the buckets are the edges' eight.
+        assert_eq!(equal[3], Label::comparison_equal_count(site, 7));
+        let mut buckets = equal.clone();
+        buckets.dedup();
+        assert_eq!(buckets.len(), BUCKETS_PER_EDGE);
+        let distance: Vec<Label> = (1..=64)
+            .map(|bits| Label::comparison_distance(site, bits))
+            .collect();
+        let profile: Vec<Label> = (0..=64).map(|bits| Label::comparison(site, bits)).collect();
+        let mut all: Vec<Label> = buckets
+            .iter()
+            .chain(&distance)
+            .chain(&profile)
+            .copied()
+            .collect();
+        all.extend([
+            Label::comparison_equal_count(site + 1, 1),
+            Label::edge(site, 1),
+        ]);
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "two kinds of progress share a label");
+        assert!(distance.iter().chain(&buckets).all(|l| l.is_comparison()));
+        assert_eq!(equal[2].to_string(), "cmp:4321:equal:3");
+        assert_eq!(distance[2].to_string(), "cmp:4321:distance<2^3");
+        assert_eq!(Label::comparison(site, 17).to_string(), "cmp:4321:17");
     }
 
     #[test]

@@ -4,11 +4,9 @@
 //! expansions keep finding improvements pays off; one that has been picked often for nothing
 //! fades. The counts live in [`LabelStats`], beside the best-per-label table.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
-use crate::labels::Label;
+use crate::labels::{Label, LabelMap};
 
 /// How labels are picked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +35,7 @@ pub struct LabelCounts {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LabelStats {
     /// Each label's slot in `labels`, `counts` and the tree.
-    slots: HashMap<Label, usize>,
+    slots: LabelMap<usize>,
     labels: Vec<Label>,
     counts: Vec<LabelCounts>,
     /// Fenwick tree over the weights of the counts (`tree[i]` sums a range ending at slot `i`).

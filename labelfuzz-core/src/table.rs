@@ -5,11 +5,9 @@
 //! array indexed by (edge, bucket) so that checking an execution costs one load per label;
 //! any other label goes to a hash map.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
-use crate::labels::Label;
+use crate::labels::{Label, LabelMap};
 use crate::order::is_simpler;
 
 /// One input that is best for at least one label; `Id` names where the input itself is stored
@@ -57,7 +55,7 @@ pub struct LabelTable<Id> {
     /// Edge labels: `dense[label.dense_index()]` is the entry slot plus one (0 = no input yet).
     dense: Vec<u32>,
     /// Every other label: its entry slot.
-    sparse: HashMap<Label, u32>,
+    sparse: LabelMap<u32>,
     /// Every label that has a best input, in order of discovery (for uniform random choice).
     present: Vec<Label>,
     /// Entry slots; `None` marks a free slot.
@@ -74,7 +72,7 @@ impl<Id> Default for LabelTable<Id> {
     fn default() -> Self {
         LabelTable {
             dense: Vec::new(),
-            sparse: HashMap::new(),
+            sparse: LabelMap::default(),
             present: Vec::new(),
             entries: Vec::new(),
             free: Vec::new(),

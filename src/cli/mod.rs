@@ -131,6 +131,7 @@ impl Options {
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,
             value_profile: self.use_value_profile,
+            cmp_progress: self.cmp_progress == 1,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
             } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
