@@ -29,8 +29,12 @@ pub(crate) fn write_results(
         );
         if let Ok(file) = std::env::var("BENCH_PUBLISH") {
             let levers: Vec<&str> = settings.ablation.iter().map(|l| l.name()).collect();
+            let targets_named = std::env::var("BENCH_TARGETS")
+                .map(|t| format!("BENCH_TARGETS={t} "))
+                .unwrap_or_default();
             let command = format!(
-                "BENCH_ABLATION={} BENCH_SECS={secs} BENCH_SEEDS={seeds} cargo make bench",
+                "BENCH_ABLATION={} {targets_named}BENCH_SECS={secs} BENCH_SEEDS={seeds} cargo make \
+                 bench",
                 levers.join(",")
             );
             let machines = report::machines(targets, all);
