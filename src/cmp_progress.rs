@@ -1,4 +1,4 @@
-//! Comparison progress: labels for how far the target's comparisons got (on by default).
+//! Comparison progress: labels for how far the target's comparisons got (`--cmp-progress 1`).
 //!
 //! Edges and hit counts see a branch only once it is taken. A counter compared to a constant
 //! (`run = d[i] == 'C' ? run + 1 : 0; if (run == 4) trap()`) compiles to a select and one branch
@@ -10,11 +10,14 @@
 //!   (`cmp:SITE:distance<2^2`), for operands wider than a byte and only while the site has never
 //!   been equal in this process: `run` reaching 3 is one bit from 4.
 //!
-//! Unlike libFuzzer's value profile (`-use_value_profile=1`, kept as it was), this costs little
-//! enough to stay on: the sites an execution touched are listed as it runs, so clearing and
-//! reading cost what the target used, and a site stops producing distances once it is solved.
-//! The best-per-label table keeps one input per label, so the corpus grows by the steps taken,
-//! not by every input that made one.
+//! Unlike libFuzzer's value profile (`-use_value_profile=1`, kept as it was), clearing and reading
+//! cost what the target used (the sites an execution touched are listed as it runs), and a site
+//! stops producing distances once it is solved. The best-per-label table keeps one input per
+//! label, so the corpus grows by the steps taken, not by every input that made one. It is off by
+//! default because the ablation bench says so: ahead on zlib, far behind on SQLite, whose
+//! parser runs thousands of comparisons with constants per input (the callbacks' work cost a
+//! third of its executions a second, and hundreds of labels that never change dilute the
+//! schedule).
 
 use crate::labels::Label;
 
@@ -43,8 +46,7 @@ fn enabled() -> bool {
     unsafe { std::ptr::addr_of!(labelfuzz_progress_enabled).read() != 0 }
 }
 
-/// Makes comparison progress labels from now on (the engine calls it unless
-/// `--cmp-progress 0`).
+/// Makes comparison progress labels from now on (the engine calls it with `--cmp-progress 1`).
 pub fn enable() {
     // SAFETY: a byte the comparison callbacks only read; set before the target runs.
     unsafe {

@@ -44,8 +44,8 @@ pub struct Config {
     pub close_fd_mask: u8,
     /// libFuzzer's `-use_value_profile=1`: comparison sites are labels too.
     pub value_profile: bool,
-    /// Comparison progress labels (equal outcomes and closest operands per site; on by
-    /// default, `--cmp-progress 0` turns them off).
+    /// Comparison progress labels (equal outcomes and closest operands per site;
+    /// `--cmp-progress 1`).
     pub cmp_progress: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,

@@ -6,8 +6,9 @@
 //   into LibAFL's CmpLog map, for the input-to-state mutants;
 // - the value profile: only with -use_value_profile=1 (labelfuzz_value_profile_enabled), each
 //   site's best count of equal operand bits goes into LibAFL's value-profile map;
-// - comparison progress: on by default (labelfuzz_progress_enabled), each site's count of equal
-//   outcomes and its closest operands in this execution (src/cmp_progress.rs reads them).
+// - comparison progress: with --cmp-progress 1 (labelfuzz_progress_enabled), each site's count
+//   of equal outcomes and its closest operands in this execution (src/cmp_progress.rs reads
+//   them).
 // LibAFL's own callbacks compute the value profile on every comparison of every execution, a
 // popcount and a store that a run without value profile never reads; on a parser such as
 // SQLite's that was an eighth of the fuzzer's time.

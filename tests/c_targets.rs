@@ -662,17 +662,23 @@ fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
     let (kind, site) = &crashes[&b"CCCC".to_vec()];
     assert_eq!(kind, "signal");
     assert!(
-        site.ends_with("four_in_a_row.c:11 in LLVMFuzzerTestOneInput"),
+        site.ends_with("four_in_a_row.c:12 in LLVMFuzzerTestOneInput"),
         "{site}"
     );
 }
 
 #[test]
-fn a_run_of_magic_words_is_found_with_default_flags() {
+fn a_run_of_magic_words_is_found_with_comparison_progress() {
     let dir = scratch("c-magic-words");
     let fuzzer = build_planted(&dir, "magic_words_in_a_row.c", &[]);
     let out = dir.join("out");
-    fuzz_until_crashes(&fuzzer, &out, "1000000", "1", &["--stop-on-crash"]);
+    fuzz_until_crashes(
+        &fuzzer,
+        &out,
+        "1000000",
+        "1",
+        &["--stop-on-crash", "--cmp-progress", "1"],
+    );
     let crashes = crashes_by_input(&out);
     let magic_words = 0x7a3c_91e5_u32.to_ne_bytes().repeat(4);
     assert!(crashes.contains_key(&magic_words), "{crashes:?}");
@@ -699,14 +705,14 @@ fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
         let result = run(&fuzzer, &args);
         (result, crashes_by_input(&out))
     };
-    let (edges_alone, _) = fuzz("edges", &["-runs=1000000", "--cmp-progress", "0"]);
+    let (edges_alone, _) = fuzz("edges", &["-runs=1000000"]);
     assert_eq!(
         edges_alone.status.code(),
         Some(0),
         "edges alone do not find it"
     );
-    // Comparison progress (the default): the distance to the magic number halves step by step.
-    let (progress, crashes) = fuzz("progress", &["-runs=3000000"]);
+    // Comparison progress: the distance to the magic number halves step by step.
+    let (progress, crashes) = fuzz("progress", &["-runs=3000000", "--cmp-progress", "1"]);
     assert_eq!(
         progress.status.code(),
         Some(77),
@@ -715,15 +721,7 @@ fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
     );
     assert!(crashes.contains_key(magic.as_slice()), "{crashes:?}");
     // libFuzzer's value profile: the matching bits grow one by one.
-    let (profiled, crashes) = fuzz(
-        "profiled",
-        &[
-            "-use_value_profile=1",
-            "--cmp-progress",
-            "0",
-            "-runs=20000000",
-        ],
-    );
+    let (profiled, crashes) = fuzz("profiled", &["-use_value_profile=1", "-runs=20000000"]);
     assert_eq!(
         profiled.status.code(),
         Some(77),

@@ -84,8 +84,9 @@ pub struct Options {
 
     /// Comparison progress as labels (1: on, 0: off): per comparison site, how many times its
     /// operands came out equal and how close they came, so a counter nearing its constant or a
-    /// check satisfied once more is kept like a new edge.
-    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    /// check satisfied once more is kept like a new edge. Off by default: the ablation bench
+    /// measured it ahead on zlib and behind on SQLite (docs/benchmark.md).
+    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmp_progress: u8,
 
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that

@@ -1,8 +1,9 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog`): labelfuzz with one lever off against
-//! labelfuzz with every lever on, same targets, seeds and yardstick, so that each default is
-//! chosen by measurement. The ablated runs are fuzzers of their own
-//! ([`Fuzzer::LabelfuzzWithout`]), with their own run directories and records
-//! (`bench/results/<secs>s/<target>/labelfuzz-no-<lever>/`); the all-on runs are the standard
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog`): labelfuzz with one lever flipped from its
+//! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each
+//! default is chosen by measurement. The flipped runs are fuzzers of their own
+//! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
+//! (`bench/results/<secs>s/<target>/labelfuzz-no-<lever>/` for a lever on by default,
+//! `labelfuzz-with-<lever>/` for one off by default); the default runs are the standard
 //! benchmark's labelfuzz runs, reused when their sources are current.
 
 use std::fmt::Write as _;
@@ -11,10 +12,10 @@ use crate::fuzzers::Fuzzer;
 use crate::report::{self, Measured};
 use crate::targets::Target;
 
-/// A part of labelfuzz that a flag turns off.
+/// A part of labelfuzz that a flag turns on or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lever {
-    /// Comparison progress labels (`--cmp-progress 0`).
+    /// Comparison progress labels (off by default; `--cmp-progress 1`).
     CmpProgress,
     /// The input-to-state stage (`--cmplog 0`).
     Cmplog,
@@ -35,28 +36,33 @@ impl Lever {
         }
     }
 
-    /// The flags that turn it off.
-    pub fn off_flags(self) -> &'static [&'static str] {
+    /// Whether labelfuzz ships with it on.
+    pub fn on_by_default(self) -> bool {
+        !matches!(self, Lever::CmpProgress)
+    }
+
+    /// The flags that flip it from its default.
+    pub fn flip_flags(self) -> &'static [&'static str] {
         match self {
-            Lever::CmpProgress => &["--cmp-progress", "0"],
+            Lever::CmpProgress => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::Havoc => &["--havoc", "0"],
         }
     }
 
-    /// The ablated fuzzer's name in tables.
+    /// The flipped fuzzer's name in tables.
     pub fn fuzzer_name(self) -> &'static str {
         match self {
-            Lever::CmpProgress => "labelfuzz without cmp-progress",
+            Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::Havoc => "labelfuzz without havoc",
         }
     }
 
-    /// The ablated fuzzer's directory name (runs, records, `BENCH_FUZZERS`).
+    /// The flipped fuzzer's directory name (runs, records, `BENCH_FUZZERS`).
     pub fn dir_name(self) -> &'static str {
         match self {
-            Lever::CmpProgress => "labelfuzz-no-cmp-progress",
+            Lever::CmpProgress => "labelfuzz-with-cmp-progress",
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::Havoc => "labelfuzz-no-havoc",
         }
@@ -85,15 +91,16 @@ impl Lever {
     }
 }
 
-/// The fuzzers an ablation runs: labelfuzz with every lever on, then without each one.
+/// The fuzzers an ablation runs: labelfuzz as it ships, then with each lever flipped.
 pub fn fuzzers(levers: &[Lever]) -> Vec<Fuzzer> {
     std::iter::once(Fuzzer::Labelfuzz)
-        .chain(levers.iter().map(|&l| Fuzzer::LabelfuzzWithout(l)))
+        .chain(levers.iter().map(|&l| Fuzzer::LabelfuzzFlipped(l)))
         .collect()
 }
 
-/// The ablation table: per target, labelfuzz's coverage with every lever on, then without each
-/// lever with the ratio all-on ÷ without (above 1: the lever helps), and the corpus entries.
+/// The ablation table: per target, labelfuzz's coverage as it ships, then with each lever
+/// flipped with the ratio lever on ÷ lever off (above 1: the lever helps), and the corpus
+/// entries.
 pub fn table(
     targets: &[&'static Target],
     all: &[Measured],
@@ -105,14 +112,20 @@ pub fn table(
     let _ = writeln!(
         t,
         "{secs} s per run, {seeds} seed(s), medians over seeds (min–max in brackets), the \
-         benchmark's yardstick. Each lever column is labelfuzz with that lever off; in \
-         brackets after it, all on ÷ that lever off (above 1.00: the lever helps). Corpus \
-         entries in the last column, all on / each lever off in order.\n"
+         benchmark's yardstick. Each lever column is labelfuzz with that lever flipped from \
+         its default (`with` a lever off by default, `without` one on by default); in brackets \
+         after it, lever on ÷ lever off (above 1.00: the lever helps). Corpus entries in the \
+         last column, default / each flipped run in order.\n"
     );
-    let mut header = String::from("| target | counted | all on |");
+    let mut header = String::from("| target | counted | default |");
     let mut rule = String::from("|---|---|---:|");
     for lever in levers {
-        let _ = write!(header, " without {} |", lever.name());
+        let flipped = if lever.on_by_default() {
+            "without"
+        } else {
+            "with"
+        };
+        let _ = write!(header, " {flipped} {} |", lever.name());
         rule.push_str("---:|");
     }
     let _ = writeln!(t, "{header} corpus entries |\n{rule}---:|");
@@ -126,11 +139,16 @@ pub fn table(
         );
         let mut entries = vec![on.entries];
         for &lever in levers {
-            let off = report::final_spread(all, target, Fuzzer::LabelfuzzWithout(lever), seeds);
-            let effect = report::ratio(on.median, off.median)
-                .map_or(String::new(), |r| format!(" ({r:.2})"));
-            let _ = write!(row, " {}{effect} |", off.cell);
-            entries.push(off.entries);
+            let flipped = report::final_spread(all, target, Fuzzer::LabelfuzzFlipped(lever), seeds);
+            let (with, without) = if lever.on_by_default() {
+                (on.median, flipped.median)
+            } else {
+                (flipped.median, on.median)
+            };
+            let effect =
+                report::ratio(with, without).map_or(String::new(), |r| format!(" ({r:.2})"));
+            let _ = write!(row, " {}{effect} |", flipped.cell);
+            entries.push(flipped.entries);
         }
         let entries: Vec<String> = entries
             .iter()
@@ -157,7 +175,7 @@ mod tests {
         for lever in Lever::ALL {
             assert!(lever.dir_name().ends_with(lever.name()));
             assert!(lever.fuzzer_name().ends_with(lever.name()));
-            assert!(!lever.off_flags().is_empty());
+            assert!(!lever.flip_flags().is_empty());
         }
     }
 }

@@ -28,8 +28,8 @@ pub enum Fuzzer {
     Labelfuzz,
     Libfuzzer,
     Aflpp,
-    /// labelfuzz with one lever off (`BENCH_ABLATION`).
-    LabelfuzzWithout(Lever),
+    /// labelfuzz with one lever flipped from its default (`BENCH_ABLATION`).
+    LabelfuzzFlipped(Lever),
 }
 
 impl Fuzzer {
@@ -41,7 +41,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "labelfuzz",
             Fuzzer::Libfuzzer => "libFuzzer",
             Fuzzer::Aflpp => "AFL++",
-            Fuzzer::LabelfuzzWithout(lever) => lever.fuzzer_name(),
+            Fuzzer::LabelfuzzFlipped(lever) => lever.fuzzer_name(),
         }
     }
 
@@ -51,7 +51,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "labelfuzz",
             Fuzzer::Libfuzzer => "libfuzzer",
             Fuzzer::Aflpp => "aflpp",
-            Fuzzer::LabelfuzzWithout(lever) => lever.dir_name(),
+            Fuzzer::LabelfuzzFlipped(lever) => lever.dir_name(),
         }
     }
 
@@ -61,7 +61,7 @@ impl Fuzzer {
             Fuzzer::Labelfuzz => "#d62728",
             Fuzzer::Libfuzzer => "#1f77b4",
             Fuzzer::Aflpp => "#2ca02c",
-            Fuzzer::LabelfuzzWithout(_) => "#9467bd",
+            Fuzzer::LabelfuzzFlipped(_) => "#9467bd",
         }
     }
 }
@@ -92,7 +92,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
         std::fs::copy(seed_file, seeds_dir.join(format!("seed-{i:04}"))).expect("copy a seed");
     }
     let corpus = match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) | Fuzzer::Libfuzzer => work.join("corpus"),
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) | Fuzzer::Libfuzzer => work.join("corpus"),
         Fuzzer::Aflpp => work.join("out/default/queue"),
     };
     let mut snapshots = Snapshots::new(dir.join("snapshots"), corpus);
@@ -128,7 +128,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
     let wall = started.elapsed().as_secs_f64();
     snapshots.take(secs.div_ceil(60));
     let stats = match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) => {
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
             let summary = read_json(&work.join("summary.json"));
             json!({
                 "executions": summary["executions"],
@@ -182,10 +182,10 @@ fn command(
 ) -> Command {
     let has_seeds = !builds.seeds.is_empty();
     match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) => {
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
             let mut cmd = pinned(&builds.labelfuzz, cpu);
-            if let Fuzzer::LabelfuzzWithout(lever) = fuzzer {
-                cmd.args(lever.off_flags());
+            if let Fuzzer::LabelfuzzFlipped(lever) = fuzzer {
+                cmd.args(lever.flip_flags());
             }
             cmd.args(["-q", "--seed", &seed.to_string()])
                 .args(["--max-time", &secs.to_string()])

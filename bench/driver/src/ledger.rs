@@ -54,7 +54,7 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
         Kind::Rust => paths.push("bench/libfuzzer".into()),
     }
     match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzWithout(_) => {
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
             paths.extend(
                 [
                     "Cargo.toml",

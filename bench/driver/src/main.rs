@@ -26,8 +26,9 @@
 //!   `docs/bench/<secs>s/`);
 //! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
 //!   `extras.rs` and `scaling.rs`);
-//! - `BENCH_ABLATION=cmp-progress,cmplog,havoc` runs labelfuzz with each named lever off beside
-//!   labelfuzz with all on, instead of the three fuzzers, and writes the ablation table
+//! - `BENCH_ABLATION=cmp-progress,cmplog,havoc` runs labelfuzz with each named lever flipped
+//!   from its default beside labelfuzz as it ships, instead of the three fuzzers, and writes the
+//!   ablation table
 //!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation:begin -->` and its end).
 
 mod ablation;
@@ -77,8 +78,7 @@ struct Settings {
     fuzzers_to_run: String,
     /// `BENCH_FUZZERS=none`: only the tables, from the runs already finished.
     run_none: bool,
-    /// `BENCH_ABLATION`: the levers to measure labelfuzz without (empty: the standard
-    /// comparison of three fuzzers).
+    /// `BENCH_ABLATION`: the levers to flip (empty: the standard comparison of three fuzzers).
     pub(crate) ablation: Vec<ablation::Lever>,
 }
 
@@ -171,7 +171,7 @@ fn main() {
     publish::write_results(&settings, &targets, &all, &bench);
 }
 
-/// The three fuzzers, or in an ablation labelfuzz with all levers on and without each one.
+/// The three fuzzers, or in an ablation labelfuzz as it ships and with each lever flipped.
 fn fuzzers_of(levers: &[ablation::Lever]) -> Vec<Fuzzer> {
     if levers.is_empty() {
         Fuzzer::ALL.to_vec()
