@@ -73,6 +73,12 @@ progress_cell labelfuzz_progress_map[PROGRESS_MAP_SIZE];
 uint16_t labelfuzz_progress_touched[PROGRESS_MAP_SIZE];
 uint32_t labelfuzz_progress_touched_len;
 
+// Whether any consumer listens: the one test every callback makes first. Usually none does
+// (CmpLog listens only during its traced runs; the labels only when asked for).
+static inline int anyone_listens(void) {
+  return libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled;
+}
+
 static inline uintptr_t site_of(uintptr_t pc) { return (pc >> 4) ^ (pc << 8); }
 
 static inline void log_operands(uintptr_t site, uint8_t size, uint64_t a, uint64_t b,
@@ -137,10 +143,7 @@ static inline int progress_worth_recording(uint8_t size, uint64_t constant, uint
 
 static inline void on_compare(uintptr_t pc, uint8_t size, uint64_t a, uint64_t b,
                               uint8_t a_is_const) {
-  if (__builtin_expect(
-          !(libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled),
-          0))
-    return;
+  if (__builtin_expect(!anyone_listens(), 1)) return;
   uintptr_t site = site_of(pc);
   if (labelfuzz_progress_enabled && progress_worth_recording(size, a, a_is_const))
     record_progress(site, size, a, b);
@@ -161,10 +164,7 @@ void __sanitizer_cov_trace_const_cmp8(uint64_t a, uint64_t b) { on_compare(PC, 8
 
 // cases[0] is the number of cases, cases[1] the operand width in bits, then the case values.
 void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases) {
-  if (__builtin_expect(
-          !(libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled),
-          0))
-    return;
+  if (__builtin_expect(!anyone_listens(), 1)) return;
   uintptr_t pc = PC;
   uint8_t size = (uint8_t)(cases[1] / 8);
   if (size == 0 || size > 8) return;
