@@ -83,6 +83,7 @@ pub fn install_panic_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
         if crate::signals::target_running() {
+            crate::signals::mark_target_unwinding();
             let location = info
                 .location()
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
@@ -135,6 +136,7 @@ pub fn record_panic(location: String, message: String) {
 /// [`record_panic`] with the panicking thread's stack (offsets in the executable, innermost
 /// first), for the libFuzzer-shaped crash report.
 pub fn record_panic_with_stack(location: String, message: String, mut frames: Vec<usize>) {
+    crate::signals::mark_target_unwinding();
     // A panic raised inside the standard library (a slice index, an `unwrap`, an overflow check
     // in library code) is labelled where the program called it: the library's line is shared
     // by every such panic anywhere in the program.

@@ -106,6 +106,8 @@ pub unsafe extern "C" fn labelfuzz_rt_panicked(
     message: *const u8,
     message_len: usize,
 ) {
+    // First: the target's stack is being unwound from here on (timeouts must not walk it).
+    labelfuzz::signals::mark_target_unwinding();
     let text = |ptr: *const u8, len: usize| {
         if ptr.is_null() || len == 0 {
             String::new()

@@ -1,15 +1,20 @@
-//! Signals that must not land inside the allocator.
+//! Signals that must not land inside the allocator or the unwinder.
 //!
 //! LibAFL saves a timeout's input from inside its SIGALRM handler, and that allocates. When the
 //! timer fires while the target is inside `malloc` or `free`, the allocator's lock is held by
 //! the interrupted code, and the handler waits on it forever: the fuzzing process hangs (seen
 //! on SQLite, whose slow inputs free a lot). The same holds for the memory watcher's SIGABRT.
+//! Finding out where the target was means walking its stack with libgcc's unwinder, which is not
+//! reentrant: when the signal lands while the target itself unwinds (a panic on its way to
+//! `catch_unwind`, a backtrace being captured), the nested walk corrupts the unwinder's cache
+//! of loaded objects and the handler faults (seen on the planted target, whose known panics
+//! run thousands of times a second, when LibAFL's batched timer ticked during one).
 //! Both signals are asynchronous, so they can wait: a guard in front of LibAFL's SIGALRM handler
-//! re-arms a short timer and returns while the interrupted code is in the allocator, and the
-//! site recorder drops a memory interrupt there (the watcher sends it again).
+//! re-arms a short timer and returns while the interrupted code is in the allocator or the
+//! unwinder, and the site recorder drops a memory interrupt there (the watcher sends it again).
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Entry points of the C allocator: a frame in one of them means its lock may be held.
@@ -44,9 +49,51 @@ static PREVIOUS_ALARM: OnceLock<libc::sigaction> = OnceLock::new();
 static DEFERRED_FOR: AtomicU64 = AtomicU64::new(0);
 static RETRIES: AtomicU32 = AtomicU32::new(0);
 
+/// Where the unwinder is loaded (libgcc_s), when that is not the executable itself (a static
+/// build): 0 until [`install_alarm_guard`] looks it up.
+static UNWINDER_OBJECT: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" {
+    // Only its address is taken, to find the object the unwinder lives in.
+    fn _Unwind_Backtrace();
+}
+
+/// The base address of the loaded object that holds `address`, 0 if none.
+fn object_base(address: usize) -> usize {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-parameter.
+    if unsafe { libc::dladdr(address as *const c_void, &raw mut info) } == 0 {
+        return 0;
+    }
+    info.dli_fbase as usize
+}
+
+/// Looks up, once, which loaded object holds the unwinder.
+fn find_unwinder_object() {
+    let unwinder = object_base(_Unwind_Backtrace as *const () as usize);
+    let executable = object_base(find_unwinder_object as *const () as usize);
+    if unwinder != executable {
+        UNWINDER_OBJECT.store(unwinder, Ordering::Relaxed);
+    }
+}
+
+/// Whether saving must wait: the code the signal interrupted (at `pc`) is unwinding (the target
+/// panicked, or `pc` is inside the unwinder), where walking its stack would corrupt the
+/// unwinder, or inside the C allocator, whose lock saving would wait on.
+pub(super) fn saving_must_wait(pc: usize) -> bool {
+    if super::target_unwinding() {
+        return true;
+    }
+    let unwinder = UNWINDER_OBJECT.load(Ordering::Relaxed);
+    if unwinder != 0 && object_base(pc) == unwinder {
+        return true;
+    }
+    interrupted_in_allocator(pc)
+}
+
 /// Whether the code the signal interrupted is inside the C allocator: walks its innermost
 /// frames (the unwinder crosses the signal frame) and names each with `dladdr`.
-pub(super) fn interrupted_in_allocator(pc: usize) -> bool {
+fn interrupted_in_allocator(pc: usize) -> bool {
     let mut frames = [0usize; 64];
     let mut count = 0;
     // SAFETY: the unsynchronized walk is what the site recorder already does in a handler.
@@ -107,7 +154,7 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
     if super::target_running() && RETRIES.load(Ordering::Relaxed) < MAX_RETRIES {
         // SAFETY: the kernel passes a valid context to SA_SIGINFO handlers.
         let (pc, _) = unsafe { super::interrupted_pc_sp(context) };
-        if interrupted_in_allocator(pc) {
+        if saving_must_wait(pc) {
             RETRIES.fetch_add(1, Ordering::Relaxed);
             DEFERRED_FOR.store(execution, Ordering::Relaxed);
             arm_retry();
@@ -132,6 +179,7 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
 /// Puts the allocator guard in front of the current SIGALRM handler (call after the executor
 /// is built, so that LibAFL's timeout handler is the one guarded).
 pub fn install_alarm_guard() {
+    find_unwinder_object();
     // SAFETY: plain sigaction calls at start-up.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
@@ -164,6 +212,29 @@ mod tests {
     extern "C" fn save_timeout(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut c_void) {
         let held_off = super::super::HANDLING_CRASH.load(Ordering::SeqCst);
         SEEN_WHILE_SAVING.store(if held_off { 2 } else { 1 }, Ordering::SeqCst);
+    }
+
+    #[inline(never)]
+    fn an_ordinary_function() -> usize {
+        std::hint::black_box(an_ordinary_function as *const () as usize)
+    }
+
+    #[test]
+    fn saving_waits_while_the_target_unwinds_or_the_unwinder_runs() {
+        find_unwinder_object();
+        let ordinary = an_ordinary_function() + 1;
+        assert!(
+            !saving_must_wait(ordinary),
+            "a plain function can be walked"
+        );
+        // Inside the unwinder (libgcc_s here): say, halfway through installing a landing pad.
+        assert!(saving_must_wait(
+            _Unwind_Backtrace as *const () as usize + 1
+        ));
+        super::super::TARGET_UNWINDING.store(true, Ordering::Relaxed);
+        let while_unwinding = saving_must_wait(ordinary);
+        super::super::TARGET_UNWINDING.store(false, Ordering::Relaxed);
+        assert!(while_unwinding, "a panicking target is not walked");
     }
 
     #[test]

@@ -99,6 +99,8 @@ pub enum AbortCause {
 /// The cause of an abort labelfuzz itself is about to raise (0: none, see [`note_abort`]).
 /// Set from the target's entry to its return.
 static TARGET_RUNNING: AtomicBool = AtomicBool::new(false);
+/// Set from the target's panic until it is back in the fuzzer.
+static TARGET_UNWINDING: AtomicBool = AtomicBool::new(false);
 /// Counts the target's entries (see [`target_entries`]).
 static TARGET_ENTRIES: AtomicU64 = AtomicU64::new(0);
 /// Set while this process handles a crash signal (the handler ends the process).
@@ -201,6 +203,18 @@ pub fn mark_target_entry(frame_address: usize) {
 /// Marks that the target returned (or unwound) to the fuzzer.
 pub fn mark_target_exit() {
     TARGET_RUNNING.store(false, Ordering::Relaxed);
+    TARGET_UNWINDING.store(false, Ordering::Relaxed);
+}
+
+/// Marks that the running target panicked: from now until it is back in the fuzzer its stack
+/// is being unwound, and asynchronous signals must not walk it (see `defer`).
+pub fn mark_target_unwinding() {
+    TARGET_UNWINDING.store(true, Ordering::Relaxed);
+}
+
+/// Whether the running target is unwinding from a panic (see [`mark_target_unwinding`]).
+fn target_unwinding() -> bool {
+    TARGET_UNWINDING.load(Ordering::Relaxed)
 }
 
 /// Whether the target is running now. A plain atomic, readable from signal handlers, the exit
@@ -387,9 +401,10 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             return;
         }
         // Inside malloc or free the allocator's lock may be held, and saving the input
-        // allocates: the interrupt waits for the watcher's next look.
+        // allocates; inside the unwinder, walking the stack would corrupt it: the interrupt
+        // waits for the watcher's next look.
         if is_memory_interrupt(signal, info)
-            && defer::interrupted_in_allocator(interrupted_pc_sp(context).0)
+            && defer::saving_must_wait(interrupted_pc_sp(context).0)
         {
             NOTED_ABORT.store(0, Ordering::SeqCst);
             MEMORY_INTERRUPT_DROPPED.store(true, Ordering::SeqCst);
