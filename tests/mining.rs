@@ -52,10 +52,17 @@ fn precision_of(stdout: &str) -> f64 {
     accepted / total
 }
 
-/// Mines `subject` from 200 samples of its reference grammar; returns (precision, recall).
+/// Mines `fuzzers/mine/<subject>.c` from 200 samples of its reference grammar; returns
+/// (precision, recall).
 fn mine_and_measure(subject: &str) -> (f64, f64) {
     let dir = scratch(&format!("mine-{subject}"));
     let miner = build(&dir, subject, "miner", true);
+    measure(subject, &miner, &dir)
+}
+
+/// Mines with the mining build `miner` from 200 samples of `subject`'s reference grammar
+/// (written under `dir`); returns (precision, recall).
+fn measure(subject: &str, miner: &Path, dir: &Path) -> (f64, f64) {
     let reference = reference(subject);
     let samples = dir.join("samples");
     std::fs::create_dir_all(&samples).expect("samples dir");
@@ -64,7 +71,7 @@ fn mine_and_measure(subject: &str) -> (f64, f64) {
     }
     let grammar_path = dir.join("mined.json");
     let output = run(
-        &miner,
+        miner,
         &[
             "mine",
             samples.to_str().unwrap(),
@@ -113,6 +120,17 @@ fn assert_above_mimid(subject: &str) {
 #[test]
 fn the_seed_arithmetic_grammar_is_mined_from_its_parser() {
     assert_above_mimid("expr");
+}
+
+#[test]
+fn the_seed_arithmetic_grammar_is_mined_from_a_rust_parser() {
+    // The Rust twin of expr.c, built as `cargo labelfuzz build --mine` builds it. Its bytes
+    // are read through library code instantiated in the crate (`<[u8]>::get`,
+    // `Option::copied`), which the miner sees through to the parser's functions.
+    let miner = common::build_fuzzer_as("mine_expr", labelfuzz_build::Mode::Mine);
+    let (precision, recall) = measure("expr", &miner, &scratch("mine-rust-expr"));
+    assert!(precision >= 0.9, "precision {precision}");
+    assert!(recall >= 0.95, "recall {recall}");
 }
 
 #[test]

@@ -60,15 +60,14 @@ fn build_as(
     Ok(built.into_iter().map(|b| b.path).collect())
 }
 
-/// Builds every target of the project (or the named ones), the coverage build if `coverage`,
-/// and returns the fuzzers' paths.
+/// Builds every target of the project (or the named ones) as `mode` asks, and returns the
+/// fuzzers' paths.
 pub fn build_all(
     project: &FuzzProject,
     targets: Vec<String>,
     options: &BuildOptions,
-    coverage: bool,
+    mode: Mode,
 ) -> Result<Vec<PathBuf>, Error> {
-    let mode = if coverage { Mode::Coverage } else { Mode::Fuzz };
     build_as(project, targets, options, mode)
 }
 
@@ -84,14 +83,15 @@ pub fn build(
     )
 }
 
-/// Builds `target` with source-based coverage instead of SanitizerCoverage (for `coverage`).
-pub fn build_for_coverage(
+/// Builds `target` as another kind of build than the fuzzer (`coverage`, `mine`).
+pub fn build_for(
     project: &FuzzProject,
     target: &str,
     options: &BuildOptions,
+    mode: Mode,
 ) -> Result<PathBuf, Error> {
     one(
-        build_as(project, vec![target.into()], options, Mode::Coverage)?,
+        build_as(project, vec![target.into()], options, mode)?,
         target,
     )
 }

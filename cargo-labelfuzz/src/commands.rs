@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use labelfuzz_build::Mode;
+
 use crate::project::FuzzProject;
 use crate::{build, Error, TargetArgs};
 
@@ -256,12 +258,14 @@ pub fn cmin(args: &TargetArgs, corpus: Option<PathBuf>) -> Result<ExitCode, Erro
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the built fuzzer's `subcommand` (`report` or `coverage`) on the target's run in
-/// `fuzz/target/labelfuzz/state/TARGET/`.
+/// Runs the built fuzzer's `subcommand` (`report`, `coverage` or `mine`) on the target's run in
+/// `fuzz/target/labelfuzz/state/TARGET/`, with the build `mode` (and `extra` arguments after
+/// the run's directory).
 fn on_the_run(
     args: &TargetArgs,
     subcommand: &str,
-    coverage_build: bool,
+    mode: Mode,
+    extra: &[OsString],
 ) -> Result<ExitCode, Error> {
     let (project, target) = (FuzzProject::find(&args.location)?, args.target.as_str());
     let state = project.state_dir(target);
@@ -271,14 +275,11 @@ fn on_the_run(
             state.display()
         )));
     }
-    let exe = if coverage_build {
-        build::build_for_coverage(&project, target, &args.build)?
-    } else {
-        build::build(&project, target, &args.build)?
-    };
+    let exe = build::build_for(&project, target, &args.build, mode)?;
     let status = Command::new(&exe)
         .arg(subcommand)
         .arg(&state)
+        .args(extra)
         .status()
         .map_err(|e| Error::io("run", &exe, &e))?;
     Ok(exit_code(status))
@@ -286,13 +287,20 @@ fn on_the_run(
 
 /// `cargo labelfuzz report`: the run's `report.html`.
 pub fn report(args: &TargetArgs) -> Result<ExitCode, Error> {
-    on_the_run(args, "report", false)
+    on_the_run(args, "report", Mode::Fuzz, &[])
 }
 
 /// `cargo labelfuzz coverage`: the coverage build replays the run's inputs into
 /// `fuzz/target/labelfuzz/state/TARGET/coverage/`.
 pub fn coverage(args: &TargetArgs) -> Result<ExitCode, Error> {
-    on_the_run(args, "coverage", true)
+    on_the_run(args, "coverage", Mode::Coverage, &[])
+}
+
+/// `cargo labelfuzz mine`: the mining build replays the run's corpus and writes the grammar it
+/// mined to `fuzz/target/labelfuzz/state/TARGET/mined.json`, which `run TARGET -- --grammar
+/// mined` fuzzes with. `miner_args` go to `FUZZER mine` (`--error FUNCTION`, `-o FILE`, ...).
+pub fn mine(args: &TargetArgs, miner_args: &[OsString]) -> Result<ExitCode, Error> {
+    on_the_run(args, "mine", Mode::Mine, miner_args)
 }
 
 /// `cargo labelfuzz fmt`: prints an input as the target sees it.

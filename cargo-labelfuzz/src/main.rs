@@ -137,8 +137,11 @@ enum Command {
         #[command(flatten)]
         build: BuildOptions,
         /// The source-based coverage build instead of the fuzz build (what `coverage` runs).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "mine")]
         coverage: bool,
+        /// The mining build instead of the fuzz build (what `mine` runs).
+        #[arg(long)]
+        mine: bool,
         /// The target (default: every target).
         target: Option<String>,
     },
@@ -179,6 +182,17 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+    /// Mine a grammar from the target's parser: build it with function-entry and load
+    /// callbacks, replay the run's corpus (`fuzz/target/labelfuzz/state/TARGET/`) and write
+    /// the grammar to `mined.json` there; `run TARGET -- --grammar mined` then fuzzes with it.
+    Mine {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Flags for `FUZZER mine` after `--` (`--error FUNCTION`: inputs that reach it are
+        /// invalid; `-o FILE`; `--precision N`).
+        #[arg(last = true)]
+        miner_args: Vec<OsString>,
+    },
     /// Print an input as the target sees it (its `Debug` form for an `Arbitrary` target).
     Fmt {
         #[command(flatten)]
@@ -208,11 +222,17 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             location,
             build,
             coverage,
+            mine,
             target,
         } => {
             let project = project::FuzzProject::find(&location)?;
             let targets: Vec<String> = target.into_iter().collect();
-            for exe in build::build_all(&project, targets, &build, coverage)? {
+            let mode = match (coverage, mine) {
+                (true, _) => labelfuzz_build::Mode::Coverage,
+                (_, true) => labelfuzz_build::Mode::Mine,
+                _ => labelfuzz_build::Mode::Fuzz,
+            };
+            for exe in build::build_all(&project, targets, &build, mode)? {
                 println!("{}", exe.display());
             }
             Ok(ExitCode::SUCCESS)
@@ -226,6 +246,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         Command::Cmin { target, corpus } => commands::cmin(&target, corpus),
         Command::Coverage { target } => commands::coverage(&target),
         Command::Report { target } => commands::report(&target),
+        Command::Mine { target, miner_args } => commands::mine(&target, &miner_args),
         Command::Fmt { target, file } => commands::fmt(&target, &file),
     }
 }

@@ -20,6 +20,8 @@ pub enum Mode {
     Fuzz,
     /// rustc's source-based coverage: the build `FUZZER coverage OUT` replays through.
     Coverage,
+    /// Function entries and loads recorded: the build `FUZZER mine` mines a grammar with.
+    Mine,
 }
 
 /// Which sanitizer the target's crates are built with.
@@ -189,6 +191,7 @@ fn variant(options: &BuildOptions) -> String {
     let mut name = String::from(match options.mode {
         Mode::Fuzz => "fuzz",
         Mode::Coverage => "coverage",
+        Mode::Mine => "mine",
     });
     if options.sanitizer == Sanitizer::Address {
         name.push_str("-asan");
@@ -344,6 +347,7 @@ impl<'a> Plan<'a> {
         let mode = match options.mode {
             Mode::Fuzz => "sancov",
             Mode::Coverage => "coverage",
+            Mode::Mine => "mine",
         };
         command
             .env("RUSTFLAGS", rustflags.trim())

@@ -12,7 +12,8 @@
 //! and the fuzz-target glue (`labelfuzz_sys`, `libfuzzer_sys`), whose edges would be noise.
 //! `LABELFUZZ_INSTRUMENT=crate_a,crate_b` narrows instrumentation to those crates and the crates
 //! built from a local path; `LABELFUZZ_MODE=coverage` swaps SanitizerCoverage for rustc's
-//! source-based coverage (the coverage build of the same crates).
+//! source-based coverage (the coverage build of the same crates), `LABELFUZZ_MODE=mine` for the
+//! callbacks grammar mining records (the mining build).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -27,13 +28,16 @@ pub enum Plan {
     Sancov,
     /// rustc's source-based coverage (the coverage build).
     Coverage,
+    /// A callback on every function entry and every load, functions kept whole (the mining
+    /// build, which `FUZZER mine` runs).
+    Mine,
 }
 
 /// Crates that are glue between the target and the runtime, never code under test.
 const GLUE_CRATES: &[&str] = &["labelfuzz_sys", "libfuzzer_sys"];
 
-/// The plan for a rustc invocation with `args`. `mode` is `LABELFUZZ_MODE` (`coverage`, or
-/// anything else for SanitizerCoverage), `instrument` is `LABELFUZZ_INSTRUMENT` (`None` or
+/// The plan for a rustc invocation with `args`. `mode` is `LABELFUZZ_MODE` (`coverage`, `mine`,
+/// or anything else for SanitizerCoverage), `instrument` is `LABELFUZZ_INSTRUMENT` (`None` or
 /// `all` for every crate), `cargo_home` is where registry and git sources live.
 #[must_use]
 pub fn plan(
@@ -76,6 +80,7 @@ pub fn plan(
     match (selected, mode) {
         (false, _) => Plan::Plain,
         (true, Some("coverage")) => Plan::Coverage,
+        (true, Some("mine")) => Plan::Mine,
         (true, _) => Plan::Sancov,
     }
 }
@@ -124,6 +129,24 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
             "llvm-args=-max-loads-per-memcmp=0",
         ],
         Plan::Coverage => &["-C", "instrument-coverage"],
+        // What the C mining build gets (labelfuzz-cc's LABELFUZZ_MINE=1): function entries and
+        // loads; no optimisation, so that no function is inlined into its caller or left by a
+        // tail call (the recorder tells invocations apart by their frame address, hence frame
+        // pointers too). rustc takes the last opt-level given, and the wrapper's come last.
+        Plan::Mine => &[
+            "-C",
+            "passes=sancov-module",
+            "-C",
+            "llvm-args=-sanitizer-coverage-level=1",
+            "-C",
+            "llvm-args=-sanitizer-coverage-trace-pc",
+            "-C",
+            "llvm-args=-sanitizer-coverage-trace-loads",
+            "-C",
+            "force-frame-pointers=yes",
+            "-C",
+            "opt-level=0",
+        ],
     };
     [instrumentation, CHECKS].concat()
 }
@@ -135,7 +158,7 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
 pub fn instrumentation_line() -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
-    for plan in [Plan::Plain, Plan::Sancov, Plan::Coverage] {
+    for plan in [Plan::Plain, Plan::Sancov, Plan::Coverage, Plan::Mine] {
         flags(plan).hash(&mut hasher);
     }
     format!("labelfuzz-instrumentation: {:016x}", hasher.finish())
@@ -279,5 +302,17 @@ mod tests {
         assert!(flags(Plan::Coverage).contains(&"instrument-coverage"));
         assert!(flags(Plan::Sancov).contains(&"llvm-args=-sanitizer-coverage-trace-pc-guard"));
         assert!(flags(Plan::Plain).is_empty());
+    }
+
+    #[test]
+    fn mining_mode_records_entries_and_loads_in_unoptimised_code() {
+        let target = args(&["--crate-name", "parser", "src/lib.rs", "--target", "t"]);
+        assert_eq!(plan(&target, Some("mine"), None, HOME), Plan::Mine);
+        let mine = flags(Plan::Mine);
+        assert!(mine.contains(&"llvm-args=-sanitizer-coverage-trace-loads"));
+        assert!(mine.contains(&"force-frame-pointers=yes"));
+        assert!(!mine.contains(&"llvm-args=-sanitizer-coverage-trace-pc-guard"));
+        let build_script = args(&["--crate-name", "build_script_build", "build.rs"]);
+        assert_eq!(plan(&build_script, Some("mine"), None, HOME), Plan::Plain);
     }
 }

@@ -24,6 +24,45 @@ pub struct Trace {
     pub owners: Vec<Option<usize>>,
 }
 
+impl Trace {
+    /// The trace with the invocations of every function `hidden` names taken out: what they
+    /// read belongs to their nearest kept caller, and what they called is called from there.
+    /// A Rust parser's bytes pass through library code (`Iterator::next`, slice indexing,
+    /// `Option::copied`) instantiated in the parser's crate; that code is not the parser's
+    /// structure.
+    #[must_use]
+    pub fn without(&self, hidden: impl Fn(&str) -> bool) -> Trace {
+        // `kept_as[i]`: the index invocation `i`'s reads and calls go to (`None`: the root).
+        let mut kept_as: Vec<Option<usize>> = Vec::with_capacity(self.invocations.len());
+        let mut invocations = Vec::new();
+        for (index, invocation) in self.invocations.iter().enumerate() {
+            let parent = invocation
+                .parent
+                .filter(|&p| p < index)
+                .and_then(|p| kept_as[p]);
+            if hidden(&invocation.function) {
+                kept_as.push(parent);
+            } else {
+                kept_as.push(Some(invocations.len()));
+                invocations.push(Invocation {
+                    function: invocation.function.clone(),
+                    parent,
+                });
+            }
+        }
+        let owners = self
+            .owners
+            .iter()
+            .map(|owner| owner.and_then(|o| kept_as.get(o).copied().flatten()))
+            .collect();
+        Trace {
+            input: self.input.clone(),
+            invocations,
+            owners,
+        }
+    }
+}
+
 /// A node of a parse tree: a function invocation and what it read, in input order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
@@ -306,6 +345,33 @@ mod tests {
             shape(&trees[0], &trace.input),
             "start(expr(term(number(12))+term(number(3))))"
         );
+    }
+
+    #[test]
+    fn hidden_functions_give_their_bytes_and_calls_to_their_caller() {
+        // number reads its digits through `next` (library code); `next` calls `get`.
+        let trace = Trace {
+            input: b"12".to_vec(),
+            invocations: vec![
+                invocation("main", None),
+                invocation("next", Some(0)),
+                invocation("number", Some(0)),
+                invocation("next", Some(2)),
+                invocation("get", Some(3)),
+                invocation("next", Some(2)),
+            ],
+            owners: vec![Some(4), Some(5)],
+        };
+        let kept = trace.without(|name| name == "next");
+        assert_eq!(
+            kept.invocations,
+            vec![
+                invocation("main", None),
+                invocation("number", Some(0)),
+                invocation("get", Some(1)),
+            ]
+        );
+        assert_eq!(kept.owners, vec![Some(2), Some(1)]);
     }
 
     #[test]
