@@ -25,7 +25,9 @@ typedef struct {
 #define NO_NODE UINT32_MAX
 #define STACK_CAPACITY 4096
 
-static uint8_t recording;
+// Read by the comparison callbacks (sancov_cmp.c), which hand a compared byte over while set.
+uint8_t labelfuzz_mine_recording;
+#define recording labelfuzz_mine_recording
 static uintptr_t input_start;
 static size_t input_len;
 static uint32_t *owners;
@@ -39,6 +41,10 @@ static struct {
   uint32_t node;
 } stack[STACK_CAPACITY];
 static size_t depth;
+
+// The input byte the last one-byte load read, if the last load was one (else SIZE_MAX).
+static size_t last_byte_at = SIZE_MAX;
+static uint8_t last_byte;
 
 static uintptr_t error_start;
 static uintptr_t error_end;
@@ -59,6 +65,8 @@ void __sanitizer_cov_trace_pc(void) {
   uintptr_t pc = (uintptr_t)__builtin_return_address(0);
   if (pc - error_start < error_end - error_start) error_entered = 1;
   if (!recording) return;
+  // A comparison after another call is no longer about the byte the last load read.
+  last_byte_at = SIZE_MAX;
   uintptr_t cfa = CALLER_CFA();
   unwind(cfa, 1);
   if (node_count == node_capacity || depth == STACK_CAPACITY) {
@@ -79,6 +87,11 @@ static inline __attribute__((always_inline)) void load(uintptr_t address, size_t
   if (address + size <= input_start || address >= input_start + input_len) return;
   unwind(cfa, 0);
   uint32_t owner = depth > 0 ? stack[depth - 1].node : NO_NODE;
+  last_byte_at = SIZE_MAX;
+  if (size == 1 && address >= input_start) {
+    last_byte_at = address - input_start;
+    last_byte = *(const uint8_t *)address;
+  }
   for (size_t i = 0; i < size; i++) {
     uintptr_t at = address + i;
     if (at >= input_start && at < input_start + input_len) owners[at - input_start] = owner;
@@ -95,6 +108,18 @@ LOAD_CALLBACK(4)
 LOAD_CALLBACK(8)
 LOAD_CALLBACK(16)
 
+// A byte compared after it was read belongs to the function that compared it (its caller's
+// frame is at `cfa`), when that is not the reader: a parser that peeks in one function
+// (`skip_whitespace` returning the next byte) and dispatches on the byte in its caller, never
+// reading it again, consumes the byte where it compares it. Called by the one-byte comparison
+// callbacks with their variable operands; only a comparison before any other load or call
+// counts (later ones are about other values that happen to be equal).
+void labelfuzz_mine_compared(uint8_t value, uintptr_t cfa) {
+  if (last_byte_at == SIZE_MAX || value != last_byte) return;
+  unwind(cfa, 0);
+  owners[last_byte_at] = depth > 0 ? stack[depth - 1].node : NO_NODE;
+}
+
 // Starts recording the reads of `data[0..len]`: `owner_out[i]` becomes the node of the function
 // that read byte i last (NO_NODE if none did), `node_out` receives the invocations.
 void labelfuzz_mine_begin(const uint8_t *data, size_t len, uint32_t *owner_out,
@@ -107,6 +132,7 @@ void labelfuzz_mine_begin(const uint8_t *data, size_t len, uint32_t *owner_out,
   node_count = 0;
   overflowed = 0;
   depth = 0;
+  last_byte_at = SIZE_MAX;
   recording = 1;
 }
 

@@ -8,7 +8,9 @@
 //   site's best count of equal operand bits goes into LibAFL's value-profile map;
 // - comparison progress: with --cmp-progress 1 (labelfuzz_progress_enabled), each site's count
 //   of equal outcomes and its closest operands in this execution (src/cmp_progress.rs reads
-//   them).
+//   them);
+// - grammar mining: while a mining build records (labelfuzz_mine_recording), a one-byte
+//   comparison tells the recorder which function compared the byte last read (mine_trace.c).
 // LibAFL's own callbacks compute the value profile on every comparison of every execution, a
 // popcount and a store that a run without value profile never reads; on a parser such as
 // SQLite's that was an eighth of the fuzzer's time.
@@ -69,6 +71,8 @@ typedef struct {
   uint8_t touched;
 } progress_cell;
 uint8_t labelfuzz_progress_enabled;
+extern uint8_t labelfuzz_mine_recording;
+void labelfuzz_mine_compared(uint8_t value, uintptr_t cfa);
 progress_cell labelfuzz_progress_map[PROGRESS_MAP_SIZE];
 uint16_t labelfuzz_progress_touched[PROGRESS_MAP_SIZE];
 uint32_t labelfuzz_progress_touched_len;
@@ -76,8 +80,23 @@ uint32_t labelfuzz_progress_touched_len;
 // Whether any consumer listens: the one test every callback makes first. Usually none does
 // (CmpLog listens only during its traced runs; the labels only when asked for).
 static inline int anyone_listens(void) {
-  return libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled;
+  return libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled |
+         labelfuzz_mine_recording;
 }
+
+// The frame address of the function that called the callback this is inlined into (its CFA, as
+// mine_trace.c reckons it).
+#define CALLER_CFA() ((uintptr_t)__builtin_frame_address(1) + 2 * sizeof(void *))
+
+// A one-byte comparison in a mining build hands its variable operands to the recorder (a
+// constant equal to the byte last read is no sign that the byte is what was compared).
+#define TELL_MINER(size, a, b, a_is_const)                      \
+  do {                                                          \
+    if (labelfuzz_mine_recording && (size) == 1) {              \
+      if (!(a_is_const)) labelfuzz_mine_compared((uint8_t)(a), CALLER_CFA()); \
+      labelfuzz_mine_compared((uint8_t)(b), CALLER_CFA());      \
+    }                                                           \
+  } while (0)
 
 static inline uintptr_t site_of(uintptr_t pc) { return (pc >> 4) ^ (pc << 8); }
 
@@ -141,9 +160,12 @@ static inline int progress_worth_recording(uint8_t size, uint64_t constant, uint
   return is_const && !(size == 8 && constant < 65536);
 }
 
-static inline void on_compare(uintptr_t pc, uint8_t size, uint64_t a, uint64_t b,
-                              uint8_t a_is_const) {
+// Inlined, so that CALLER_CFA names the compiled code's frame, not the callback's.
+static inline __attribute__((always_inline)) void on_compare(uintptr_t pc, uint8_t size,
+                                                             uint64_t a, uint64_t b,
+                                                             uint8_t a_is_const) {
   if (__builtin_expect(!anyone_listens(), 1)) return;
+  TELL_MINER(size, a, b, a_is_const);
   uintptr_t site = site_of(pc);
   if (labelfuzz_progress_enabled && progress_worth_recording(size, a, a_is_const))
     record_progress(site, size, a, b);
@@ -168,6 +190,7 @@ void __sanitizer_cov_trace_switch(uint64_t value, uint64_t *cases) {
   uintptr_t pc = PC;
   uint8_t size = (uint8_t)(cases[1] / 8);
   if (size == 0 || size > 8) return;
+  TELL_MINER(size, value, value, 1);
   // A switch's cases are edges already: progress only for wide values (magic numbers), where a
   // case is far from one guess away.
   uint8_t progress = labelfuzz_progress_enabled && size > 1;

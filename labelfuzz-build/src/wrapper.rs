@@ -130,7 +130,8 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
         ],
         Plan::Coverage => &["-C", "instrument-coverage"],
         // What the C mining build gets (labelfuzz-cc's LABELFUZZ_MINE=1): function entries and
-        // loads; no optimisation, so that no function is inlined into its caller or left by a
+        // loads, and comparisons (a byte peeked in one function and matched in its caller
+        // belongs to the caller); no optimisation, so that no function is inlined into its caller or left by a
         // tail call (the recorder tells invocations apart by their frame address, hence frame
         // pointers too). rustc takes the last opt-level given, and the wrapper's come last.
         Plan::Mine => &[
@@ -142,6 +143,8 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
             "llvm-args=-sanitizer-coverage-trace-pc",
             "-C",
             "llvm-args=-sanitizer-coverage-trace-loads",
+            "-C",
+            "llvm-args=-sanitizer-coverage-trace-compares",
             "-C",
             "force-frame-pointers=yes",
             "-C",
