@@ -22,6 +22,8 @@ use labelfuzz_grammar::mine::{self as mining, Invocation, Trace};
 #[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct RawNode {
     pc: usize,
+    /// Where it was called from.
+    site: usize,
     parent: u32,
 }
 
@@ -51,6 +53,8 @@ extern "C" {
 /// Invocations recorded per execution at most.
 const NODE_CAPACITY: usize = 1 << 20;
 const NO_NODE: u32 = u32::MAX;
+/// Marks an owner given by a one-byte read (`mine_trace.c`), not part of the node's index.
+const READ_ALONE: u32 = 1 << 31;
 
 /// `FUZZER mine [OPTIONS] [INPUTS]...`
 #[derive(Debug, Parser)]
@@ -111,21 +115,28 @@ impl Recorder<'_> {
             .nodes
             .iter()
             .map(|node| Invocation {
-                function: self.name(node.pc),
+                function: mining::sites::at_site(
+                    &self.name(node.pc),
+                    node.site.wrapping_sub(self.base),
+                ),
                 parent: (node.parent != NO_NODE).then_some(node.parent as usize),
             })
             .collect();
         let owners = record
             .owners
             .into_iter()
-            .map(|owner| (owner != NO_NODE).then_some(owner as usize))
+            .map(|owner| (owner != NO_NODE).then_some((owner & !READ_ALONE) as usize))
             .collect();
         let trace = Trace {
             input: input.to_vec(),
             invocations,
             owners,
         };
-        Some(trace.without(in_rust_library))
+        Some(
+            trace
+                .without(|name| in_rust_library(mining::sites::function_of(name)))
+                .with_unread_bytes_to_the_reader_before(),
+        )
     }
 
     fn name(&mut self, pc: usize) -> String {

@@ -16,13 +16,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// One function invocation: the address of its entry callback's return and its caller's node.
+// One function invocation: the address of its entry callback's return, the call site it was
+// called from (its own return address), and its caller's node.
 typedef struct {
   uintptr_t pc;
+  uintptr_t site;
   uint32_t parent;
 } labelfuzz_mine_node;
 
 #define NO_NODE UINT32_MAX
+// Set in an owner entry when a one-byte load (or a comparison) gave the byte its owner.
+#define READ_ALONE 0x80000000u
 #define STACK_CAPACITY 4096
 
 // Read by the comparison callbacks (sancov_cmp.c), which hand a compared byte over while set.
@@ -75,6 +79,7 @@ void __sanitizer_cov_trace_pc(void) {
   }
   uint32_t parent = depth > 0 ? stack[depth - 1].node : NO_NODE;
   nodes[node_count].pc = pc;
+  nodes[node_count].site = (uintptr_t)__builtin_return_address(1);
   nodes[node_count].parent = parent;
   stack[depth].cfa = cfa;
   stack[depth].node = (uint32_t)node_count;
@@ -94,7 +99,14 @@ static inline __attribute__((always_inline)) void load(uintptr_t address, size_t
   }
   for (size_t i = 0; i < size; i++) {
     uintptr_t at = address + i;
-    if (at >= input_start && at < input_start + input_len) owners[at - input_start] = owner;
+    if (at < input_start || at >= input_start + input_len) continue;
+    uint32_t *slot = &owners[at - input_start];
+    // A byte read alone is consumed; a wide load (a scanner looking eight bytes ahead for a
+    // quote) takes only bytes no lone read has claimed.
+    if (size == 1)
+      *slot = owner == NO_NODE ? NO_NODE : (owner | READ_ALONE);
+    else if (*slot == NO_NODE || !(*slot & READ_ALONE))
+      *slot = owner;
   }
 }
 
@@ -117,11 +129,12 @@ LOAD_CALLBACK(16)
 void labelfuzz_mine_compared(uint8_t value, uintptr_t cfa) {
   if (last_byte_at == SIZE_MAX || value != last_byte) return;
   unwind(cfa, 0);
-  owners[last_byte_at] = depth > 0 ? stack[depth - 1].node : NO_NODE;
+  owners[last_byte_at] = depth > 0 ? (stack[depth - 1].node | READ_ALONE) : NO_NODE;
 }
 
 // Starts recording the reads of `data[0..len]`: `owner_out[i]` becomes the node of the function
-// that read byte i last (NO_NODE if none did), `node_out` receives the invocations.
+// that read byte i last (NO_NODE if none did; the READ_ALONE bit may be set), `node_out`
+// receives the invocations.
 void labelfuzz_mine_begin(const uint8_t *data, size_t len, uint32_t *owner_out,
                           labelfuzz_mine_node *node_out, size_t capacity) {
   input_start = (uintptr_t)data;

@@ -57,12 +57,12 @@ fn precision_of(stdout: &str) -> f64 {
 fn mine_and_measure(subject: &str) -> (f64, f64) {
     let dir = scratch(&format!("mine-{subject}"));
     let miner = build(&dir, subject, "miner", true);
-    measure(subject, &miner, &dir)
+    measure(subject, &miner, &dir, &[])
 }
 
-/// Mines with the mining build `miner` from 200 samples of `subject`'s reference grammar
-/// (written under `dir`); returns (precision, recall).
-fn measure(subject: &str, miner: &Path, dir: &Path) -> (f64, f64) {
+/// Mines with the mining build `miner` (and the miner's `flags`) from 200 samples of
+/// `subject`'s reference grammar (written under `dir`); returns (precision, recall).
+fn measure(subject: &str, miner: &Path, dir: &Path, flags: &[&str]) -> (f64, f64) {
     let reference = reference(subject);
     let samples = dir.join("samples");
     std::fs::create_dir_all(&samples).expect("samples dir");
@@ -70,15 +70,14 @@ fn measure(subject: &str, miner: &Path, dir: &Path) -> (f64, f64) {
         std::fs::write(samples.join(format!("{i:03}")), sample).expect("sample written");
     }
     let grammar_path = dir.join("mined.json");
-    let output = run(
-        miner,
-        &[
-            "mine",
-            samples.to_str().unwrap(),
-            "-o",
-            grammar_path.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec![
+        "mine",
+        samples.to_str().unwrap(),
+        "-o",
+        grammar_path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(flags);
+    let output = run(miner, &args);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(
         output.status.code(),
@@ -128,9 +127,27 @@ fn the_seed_arithmetic_grammar_is_mined_from_a_rust_parser() {
     // are read through library code instantiated in the crate (`<[u8]>::get`,
     // `Option::copied`), which the miner sees through to the parser's functions.
     let miner = common::build_fuzzer_as("mine_expr", labelfuzz_build::Mode::Mine);
-    let (precision, recall) = measure("expr", &miner, &scratch("mine-rust-expr"));
+    let (precision, recall) = measure("expr", &miner, &scratch("mine-rust-expr"), &[]);
     assert!(precision >= 0.9, "precision {precision}");
     assert!(recall >= 0.95, "recall {recall}");
+}
+
+#[test]
+fn a_json_grammar_is_mined_from_serde_json() {
+    // The repository's serde_json fuzz target, unchanged: it rejects nothing, so invalid input
+    // is what reaches serde_json's syntax error constructor. serde_json peeks at structural
+    // bytes in its whitespace skipper and dispatches on them in the caller (comparison
+    // ownership), scans strings eight bytes at a time (bytes read by memcpy go to the scanner),
+    // and reads `ull`, `alse` and `rue` in one function (split by call site).
+    let miner = common::build_fuzzer_as("json", labelfuzz_build::Mode::Mine);
+    let (precision, recall) = measure(
+        "serde_json",
+        &miner,
+        &scratch("mine-serde-json"),
+        &["--error", "serde_json::error::Error::syntax"],
+    );
+    assert!(precision >= 0.85, "precision {precision}");
+    assert!(recall >= 0.9, "recall {recall}");
 }
 
 #[test]

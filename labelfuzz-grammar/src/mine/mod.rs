@@ -3,8 +3,9 @@
 //! A hand-written parser already encodes its grammar: the function that reads an input byte
 //! last is the one whose rule produced it, and the nesting of those functions is a parse tree.
 //! A mining build records that for every input ([`Trace`]); [`mine`] turns the traces into
-//! [parse trees](tree::parse_trees), the trees into rules (one nonterminal per function, its
-//! invocations' contents as alternatives), generalises them where the target agrees
+//! [parse trees](tree::parse_trees), the trees into rules (one nonterminal per function, or per
+//! group of its call sites where their subtrees do not swap: [`sites`]; its invocations'
+//! contents as alternatives), generalises them where the target agrees
 //! (character classes, runs, repetitions; see [`induce`]), and writes a grammar in labelfuzz's
 //! JSON format.
 //!
@@ -14,6 +15,7 @@
 
 pub mod induce;
 pub mod output;
+pub mod sites;
 pub mod tree;
 
 pub use output::RuleSupport;
@@ -41,11 +43,15 @@ pub struct Mined {
 /// A [`GrammarError`] if the rules do not make a grammar (no trace, or a nonterminal with no
 /// finite expansion).
 pub fn mine(traces: &[Trace], accepts: induce::Accepts<'_>) -> Result<Mined, GrammarError> {
-    let (trees, transparent) = parse_trees(traces);
+    let (site_trees, _) = parse_trees(traces);
+    let (names, site_checks) = sites::merge_checked(&site_trees, traces, &mut *accepts);
+    let traces: Vec<Trace> = traces.iter().map(|trace| names.rename(trace)).collect();
+    let mut renamed_accepts = |input: &[u8]| accepts(input).map(|trace| names.rename(&trace));
+    let (trees, transparent) = parse_trees(&traces);
     let inputs = traces.iter().map(|trace| trace.input.clone()).collect();
-    let mut inducer = induce::Inducer::new(inputs, transparent, accepts);
+    let mut inducer = induce::Inducer::new(inputs, transparent, &mut renamed_accepts);
     inducer.add_trees(&trees);
-    let checks = inducer.checks;
+    let checks = inducer.checks + site_checks;
     let rules = inducer.finish();
     if rules.nonterminals.is_empty() {
         return Err(GrammarError::Shape("no input to mine from".into()));

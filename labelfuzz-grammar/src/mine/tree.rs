@@ -61,6 +61,20 @@ impl Trace {
             owners,
         }
     }
+
+    /// The trace with every byte no instrumented code read given to the reader of the byte
+    /// before it: a scanner that copies a run of bytes out with `memcpy` (serde_json finding a
+    /// string's end eight bytes at a time) reads them in uninstrumented code, yet the run is
+    /// what it consumed.
+    #[must_use]
+    pub fn with_unread_bytes_to_the_reader_before(mut self) -> Trace {
+        for at in 1..self.owners.len() {
+            if self.owners[at].is_none() {
+                self.owners[at] = self.owners[at - 1];
+            }
+        }
+        self
+    }
 }
 
 /// A node of a parse tree: a function invocation and what it read, in input order.
@@ -372,6 +386,20 @@ mod tests {
             ]
         );
         assert_eq!(kept.owners, vec![Some(2), Some(1)]);
+    }
+
+    #[test]
+    fn bytes_nobody_read_go_to_the_reader_before_them() {
+        let trace = Trace {
+            input: b"a\"xyz\"".to_vec(),
+            invocations: vec![invocation("string", None), invocation("scan", Some(0))],
+            owners: vec![None, Some(0), Some(1), None, None, Some(0)],
+        };
+        let filled = trace.with_unread_bytes_to_the_reader_before();
+        assert_eq!(
+            filled.owners,
+            vec![None, Some(0), Some(1), Some(1), Some(1), Some(0)]
+        );
     }
 
     #[test]
