@@ -196,6 +196,69 @@ fn a_fuzzing_run_mines_its_own_corpus_and_fuzzes_with_the_grammar() {
 }
 
 #[test]
+fn a_crash_found_with_the_mined_grammar_is_a_pattern_over_that_grammar() {
+    // mine -> fuzz with the mined grammar -> crash -> grammar-level pattern, on expressions
+    // whose parser aborts at the third nested parenthesis.
+    let dir = scratch("mine-crash");
+    let fuzzer = build(&dir, "nested", "fuzzer", false);
+    let miner = build(&dir, "nested", "miner", true);
+    let samples = dir.join("samples");
+    std::fs::create_dir_all(&samples).expect("samples dir");
+    for (i, sample) in ["1+2", "(3*4)-5", "-6/(7.5)", "((8))"].iter().enumerate() {
+        std::fs::write(samples.join(i.to_string()), sample).expect("sample written");
+    }
+    let grammar = dir.join("mined.json");
+    let mined = run(
+        &miner,
+        &[
+            "mine",
+            samples.to_str().unwrap(),
+            "-o",
+            grammar.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&mined.stdout);
+    assert_eq!(mined.status.code(), Some(0), "{stdout}");
+    let out = dir.join("out");
+    let fuzzed = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--grammar",
+            grammar.to_str().unwrap(),
+            // Every crash costs a restart, and this grammar nests parentheses often.
+            "--runs",
+            "20000",
+            "--max-time",
+            "60",
+            "--seed",
+            "5",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&fuzzed.stderr);
+    assert_eq!(fuzzed.status.code(), Some(1), "a crash is found: {stderr}");
+    let summary = common::summary(&out);
+    let crashes = summary["crashes"].as_array().expect("crashes");
+    assert_eq!(crashes.len(), 1, "one bug: {crashes:?}");
+    let reproducer = out.join(crashes[0]["input"].as_str().unwrap());
+    let rendered = reproducer.with_file_name(format!(
+        "{}.rendered",
+        reproducer.file_name().unwrap().to_string_lossy()
+    ));
+    assert_eq!(
+        std::fs::read(&rendered).expect("the rendered sentence"),
+        b"(((0)))",
+        "the smallest sentence that fails"
+    );
+    let pattern = crashes[0]["pattern"].as_str().unwrap_or_default();
+    assert!(
+        pattern.starts_with("(((") && pattern.contains('<'),
+        "three parentheses, anything inside, over the mined grammar's nonterminals: {pattern}"
+    );
+}
+
+#[test]
 fn a_build_without_mining_instrumentation_gets_a_clear_error() {
     let dir = scratch("mine-plain");
     let fuzzer = build(&dir, "expr", "fuzzer", false);
