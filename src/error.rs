@@ -27,6 +27,13 @@ pub enum LabelfuzzError {
     FuzzerFailed,
     /// The multi-core broker or its link to a remote broker failed.
     Broker(String),
+    /// Another run is writing to the output directory.
+    OutputInUse {
+        /// The output directory.
+        dir: PathBuf,
+        /// The process that holds it, if it said.
+        holder: Option<u32>,
+    },
     /// LibAFL reported an error.
     Libafl(libafl::Error),
 }
@@ -61,6 +68,15 @@ impl fmt::Display for LabelfuzzError {
                 f.write_str("the fuzzing process stopped on the error above")
             }
             LabelfuzzError::Broker(msg) => write!(f, "broker: {msg}"),
+            LabelfuzzError::OutputInUse { dir, holder } => {
+                write!(f, "{} is in use by another labelfuzz run", dir.display())?;
+                if let Some(pid) = holder {
+                    write!(f, " (process {pid})")?;
+                }
+                f.write_str(
+                    ": two runs on one output directory would overwrite each other's corpus                      and summary; give this one another -o, or stop the other first",
+                )
+            }
             // Our own errors that travelled through LibAFL's stages and feedbacks.
             LabelfuzzError::Libafl(libafl::Error::IllegalState(msg, _)) => f.write_str(msg),
             LabelfuzzError::Libafl(e) => write!(f, "LibAFL: {e}"),

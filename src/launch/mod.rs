@@ -83,6 +83,11 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     let rendering = config.grammar.clone().map(|grammar| {
         crate::output::Rendering(Arc::new(move |bytes: &[u8]| grammar.render(bytes)))
     });
+    let writes = !config.mode.only_runs_inputs();
+    if writes && config.fresh && config.output.is_dir() {
+        // Refused before the earlier run's directory is moved aside under a running one.
+        drop(crate::output::RunLock::acquire(&config.output)?);
+    }
     if config.fresh && config.output.exists() {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -100,6 +105,12 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         .with_rendering(rendering)
         .with_artifacts(config.artifacts.clone())
         .with_corpus_mirror(config.corpus_mirror.clone());
+    // Held until the run ends; every fuzzing process of the run inherits it.
+    let _lock = if writes {
+        Some(crate::output::RunLock::acquire(&config.output)?)
+    } else {
+        None
+    };
     // A replay only runs inputs: a coverage build (no SanitizerCoverage) replays too.
     if instrumented_edges() == 0 && config.mode != Mode::Replay {
         return Err(LabelfuzzError::NotInstrumented);

@@ -86,6 +86,62 @@ impl Artifacts {
     }
 }
 
+/// Held for as long as a run writes to its output directory (its processes inherit it): a
+/// second run on the same directory is refused instead of interleaving its files with the
+/// first one's. The lock is the kernel's (`flock`), so a run killed with SIGKILL leaves none.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: fs::File,
+}
+
+/// The lock file's name in an output directory.
+const LOCK_FILE: &str = ".labelfuzz.lock";
+/// How long a run waits for another run's lock before it gives up.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl RunLock {
+    /// Takes `dir`'s lock (creating the directory's lock file), or says which run holds it.
+    pub fn acquire(dir: &Path) -> Result<RunLock, LabelfuzzError> {
+        use std::io::{Read as _, Seek as _, Write as _};
+        use std::os::fd::AsRawFd as _;
+        let path = dir.join(LOCK_FILE);
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| LabelfuzzError::io("open", &path, e))?;
+        // A run killed a moment ago may still hold the lock while its processes die: it gets
+        // a little while to let go.
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        // SAFETY: flock on a descriptor this function owns.
+        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(LabelfuzzError::io("lock", &path, error));
+            }
+            if std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                continue;
+            }
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            return Err(LabelfuzzError::OutputInUse {
+                dir: dir.to_path_buf(),
+                holder: text.trim().parse().ok(),
+            });
+        }
+        let pid = std::process::id().to_string();
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(pid.as_bytes()));
+        written.map_err(|e| LabelfuzzError::io("write", &path, e))?;
+        Ok(RunLock { _file: file })
+    }
+}
+
 impl OutputDir {
     /// Opens (creating as needed) `root` with its `corpus/` and `crashes/` subdirectories.
     pub fn create(root: &Path) -> Result<Self, LabelfuzzError> {

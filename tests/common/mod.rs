@@ -158,6 +158,11 @@ impl Group {
         Group { child, logs }
     }
 
+    /// The launching process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `signal` to every process of the group.
     pub fn signal(&self, signal: i32) {
         let group = i32::try_from(self.child.id()).expect("pid fits");

@@ -1,0 +1,150 @@
+//! What users' machines and damaged output directories do to a run (issue 39), on the planted
+//! Rust target: each test checks that every reproducer found before the fault is still on disk
+//! and byte-identical after it, that no file of `OUT/` is partial, and what the run printed.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{build_fuzzer, run, run_bounded, scratch, Group};
+
+/// Every file under `dir` (recursively) with its bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    found
+}
+
+/// A first run that finds the planted target's crashes; returns its reproducers.
+fn first_run(fuzzer: &Path, out: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let output = run(
+        fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "200000",
+            "--seed",
+            "1",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let crashes = files(&out.join("crashes"));
+    assert!(crashes.len() >= 3, "three planted bugs: {crashes:?}");
+    crashes
+}
+
+/// Every reproducer of `before` is on disk with the same bytes, and no temporary file of an
+/// unfinished write is left in `out`.
+fn nothing_lost_or_partial(out: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) {
+    let after = files(&out.join("crashes"));
+    for (path, bytes) in before {
+        assert_eq!(after.get(path), Some(bytes), "{} changed", path.display());
+    }
+    let partial: Vec<PathBuf> = files(out)
+        .into_keys()
+        .filter(|path| path.to_string_lossy().contains(".tmp."))
+        .collect();
+    assert!(partial.is_empty(), "partial files: {partial:?}");
+    let summary = common::summary(out);
+    assert!(
+        summary["crashes"].as_array().map_or(0, Vec::len) >= 3,
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_second_run_on_the_same_output_directory_is_refused_and_the_first_loses_nothing() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("faults-shared").join("out");
+    let out_arg = out.to_str().unwrap();
+    let before = first_run(&fuzzer, &out);
+    let running = Group::start(&fuzzer, &["-o", out_arg, "--max-time", "60"]);
+    let lock = out.join(".labelfuzz.lock");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&lock).ok().as_deref() != Some(&running.pid().to_string()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run never took its lock"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = run_bounded(
+        &fuzzer,
+        &["-o", out_arg, "--runs", "1000"],
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("in use by another labelfuzz run")
+            && stderr.contains(&format!("process {}", running.pid())),
+        "{stderr}"
+    );
+    running.signal(libc::SIGINT);
+    let first = running.wait(Duration::from_secs(30));
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "the first run went on: {first:?}"
+    );
+    nothing_lost_or_partial(&out, &before);
+    // Once the first run has ended, the directory is free again.
+    let third = run(&fuzzer, &["-o", out_arg, "--runs", "1000"]);
+    assert_eq!(third.status.code(), Some(1), "{third:?}");
+}
+
+#[test]
+fn a_damaged_summary_and_state_file_and_foreign_files_do_not_stop_a_resumed_run() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("faults-damaged").join("out");
+    let before = first_run(&fuzzer, &out);
+    std::fs::write(out.join("summary.json"), b"{\"crashes\": [{\"inp").expect("damage");
+    let state = out.join("corpus.json");
+    let text = std::fs::read(&state).expect("the state file");
+    std::fs::write(&state, &text[..text.len() / 2]).expect("truncate");
+    let garbage: Vec<u8> = (0..3000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(out.join("corpus/not-ours.bin"), garbage).expect("a foreign file");
+    std::fs::write(out.join("corpus/empty"), b"").expect("an empty file");
+    std::fs::create_dir_all(out.join("corpus/nested")).expect("a directory");
+    let stats = out.join("stats.jsonl");
+    let lines = std::fs::read(&stats).expect("the stats series");
+    std::fs::write(
+        &stats,
+        [&lines[..lines.len() * 2 / 3], b"{\"execu"].concat(),
+    )
+    .expect("cut");
+    let resumed = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "20000",
+            "--seed",
+            "2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    // The run starts from crashes/ and corpus/ and rewrites the summary and state files whole.
+    assert_eq!(resumed.status.code(), Some(1), "{stderr}");
+    nothing_lost_or_partial(&out, &before);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state).expect("the state file"))
+            .expect("the state file is whole again");
+    assert!(!state.is_null());
+}
