@@ -53,16 +53,21 @@ fn nothing_lost_or_partial(out: &Path, before: &BTreeMap<PathBuf, Vec<u8>>) {
     for (path, bytes) in before {
         assert_eq!(after.get(path), Some(bytes), "{} changed", path.display());
     }
-    let partial: Vec<PathBuf> = files(out)
-        .into_keys()
-        .filter(|path| path.to_string_lossy().contains(".tmp."))
-        .collect();
-    assert!(partial.is_empty(), "partial files: {partial:?}");
+    nothing_partial(out);
     let summary = common::summary(out);
     assert!(
         summary["crashes"].as_array().map_or(0, Vec::len) >= 3,
         "{summary}"
     );
+}
+
+/// No temporary file of an unfinished write is left in `out`.
+fn nothing_partial(out: &Path) {
+    let partial: Vec<PathBuf> = files(out)
+        .into_keys()
+        .filter(|path| path.to_string_lossy().contains(".tmp."))
+        .collect();
+    assert!(partial.is_empty(), "partial files: {partial:?}");
 }
 
 #[test]
@@ -147,4 +152,48 @@ fn a_damaged_summary_and_state_file_and_foreign_files_do_not_stop_a_resumed_run(
         serde_json::from_slice(&std::fs::read(&state).expect("the state file"))
             .expect("the state file is whole again");
     assert!(!state.is_null());
+}
+
+/// Runs the hostile target misbehaving as `how`, from `dir`, with `args`.
+fn run_hostile(how: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(build_fuzzer("hostile"))
+        .args(args)
+        .env("HOSTILE", how)
+        .current_dir(dir)
+        .output()
+        .expect("the fuzzer starts")
+}
+
+#[test]
+fn a_target_that_changes_directory_does_not_move_the_fuzzers_files() {
+    let dir = scratch("faults-chdir");
+    std::fs::create_dir_all(dir.join("art")).expect("the artifact directory");
+    let output = run_hostile(
+        "chdir",
+        &dir,
+        &[
+            "-o",
+            "out",
+            "-artifact_prefix=art/",
+            "--runs",
+            "300000",
+            "-q",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // libFuzzer's exit status for a crash, as a libFuzzer flag was given.
+    assert_eq!(output.status.code(), Some(77), "{stderr}");
+    let crashes = files(&dir.join("out/crashes"));
+    let reproducers: Vec<&Vec<u8>> = crashes
+        .iter()
+        .filter(|(path, _)| path.extension().is_none())
+        .map(|(_, bytes)| bytes)
+        .collect();
+    assert_eq!(reproducers, [&b"BUG".to_vec()], "{crashes:?}");
+    let artifacts = files(&dir.join("art"));
+    assert!(
+        artifacts.values().any(|bytes| bytes == b"BUG"),
+        "the artifact copy: {artifacts:?}"
+    );
+    nothing_partial(&dir.join("out"));
 }

@@ -132,12 +132,13 @@ impl RunLock {
                 holder: text.trim().parse().ok(),
             });
         }
+        // Who holds it, for the message a second run prints; the lock itself is the kernel's,
+        // so a full disk (nothing can be written) does not stop the run here.
         let pid = std::process::id().to_string();
-        let written = file
+        let _ = file
             .set_len(0)
             .and_then(|()| file.rewind())
             .and_then(|()| file.write_all(pid.as_bytes()));
-        written.map_err(|e| LabelfuzzError::io("write", &path, e))?;
         Ok(RunLock { _file: file })
     }
 }
@@ -145,6 +146,10 @@ impl RunLock {
 impl OutputDir {
     /// Opens (creating as needed) `root` with its `corpus/` and `crashes/` subdirectories.
     pub fn create(root: &Path) -> Result<Self, LabelfuzzError> {
+        // Absolute, so that a target that changes its working directory (a server changing to
+        // `/`, a tool to its data directory) does not send the fuzzer's files elsewhere.
+        let root = &std::path::absolute(root)
+            .map_err(|e| LabelfuzzError::io("find the directory of", root, e))?;
         for dir in [
             root.to_path_buf(),
             root.join("corpus"),
@@ -240,6 +245,7 @@ impl OutputDir {
     #[must_use]
     pub fn with_corpus_mirror(mut self, dir: Option<PathBuf>) -> Self {
         self.mirror = dir.map(|dir| {
+            let dir = std::path::absolute(&dir).unwrap_or(dir);
             let held = fs::read_dir(&dir)
                 .into_iter()
                 .flatten()
@@ -255,7 +261,21 @@ impl OutputDir {
     /// Also copies every crash reproducer written to `artifacts`.
     #[must_use]
     pub fn with_artifacts(mut self, artifacts: Option<Artifacts>) -> Self {
-        self.artifacts = artifacts;
+        // Absolute, as the output directory is (see `create`).
+        self.artifacts = artifacts.map(|artifacts| match artifacts {
+            Artifacts::ExactPath(path) => {
+                Artifacts::ExactPath(std::path::absolute(&path).unwrap_or(path))
+            }
+            Artifacts::Prefix(prefix) if !prefix.is_empty() && !prefix.starts_with('/') => {
+                let mut absolute = std::env::current_dir()
+                    .map(|dir| dir.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                absolute.push('/');
+                absolute.push_str(&prefix);
+                Artifacts::Prefix(absolute)
+            }
+            prefix @ Artifacts::Prefix(_) => prefix,
+        });
         self
     }
 
