@@ -249,6 +249,7 @@ pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKi
     crate::cmp_progress::reset_before_run();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     crate::signals::mark_target_exit();
+    crate::signals::check_handlers_after_execution();
     match outcome {
         Ok(()) => ExitKind::Ok,
         Err(_payload) => ExitKind::Crash,

@@ -5,6 +5,8 @@
 //! limit while the target runs, the watcher marks the execution as out of memory and interrupts
 //! the fuzzing thread with SIGABRT: LibAFL's handler saves the input, and the restarting event
 //! manager starts a fresh process, which is the only sure way to give the memory back.
+//!
+//! The same thread puts back signal handlers the target replaced, every few polls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,7 +14,22 @@ use std::time::Duration;
 /// How often the watcher looks.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Every how many polls the watcher also puts back signal handlers the target replaced.
+const HANDLER_CHECK_POLLS: u32 = 10;
+
 static PEAK_RSS_MB: AtomicUsize = AtomicUsize::new(0);
+
+/// Puts back the signal handlers the target replaced (see `signals::watch`). The fuzzing thread
+/// checks after executions; this catches a target that replaces a handler and then faults or
+/// hangs in the same execution, which never returns to be checked. A timeout the target's
+/// SIGALRM handler swallowed is sent again, now to the fuzzer's handler.
+fn handlers_back(fuzzing_thread: libc::pthread_t) {
+    let restored = crate::signals::restore_replaced_handlers();
+    if restored.contains(&"SIGALRM") && crate::signals::target_running() {
+        // SAFETY: signals a thread of this process that lives as long as the process.
+        unsafe { libc::pthread_kill(fuzzing_thread, libc::SIGALRM) };
+    }
+}
 
 /// The resident set size of this process in MiB, from `/proc/self/statm` (0 if unreadable).
 #[must_use]
@@ -47,8 +64,13 @@ pub fn start_watch(limit_mb: usize) {
             // Saving the reproducer can take longer than a poll on a loaded machine, with the
             // memory still held: one interrupt per execution, never a second into the handler.
             let mut interrupted = None;
+            let mut polls = 0u32;
             loop {
                 std::thread::sleep(POLL);
+                polls = polls.wrapping_add(1);
+                if polls % HANDLER_CHECK_POLLS == 0 {
+                    handlers_back(fuzzing_thread);
+                }
                 let rss = resident_mb();
                 PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
                 let execution = crate::signals::target_entries();

@@ -189,11 +189,40 @@ fn a_target_that_changes_directory_does_not_move_the_fuzzers_files() {
         .filter(|(path, _)| path.extension().is_none())
         .map(|(_, bytes)| bytes)
         .collect();
-    assert_eq!(reproducers, [&b"BUG".to_vec()], "{crashes:?}");
+    assert!(reproducers.contains(&&b"BUG".to_vec()), "{crashes:?}");
     let artifacts = files(&dir.join("art"));
     assert!(
         artifacts.values().any(|bytes| bytes == b"BUG"),
         "the artifact copy: {artifacts:?}"
+    );
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn handlers_the_target_replaces_are_put_back_and_reported_once() {
+    // The target ignores SIGSEGV and SIGALRM from its first execution on: left so, its null
+    // write would fault for ever in its own handler, and no timeout would end it.
+    let dir = scratch("faults-handlers");
+    let output = run_hostile("own-handlers", &dir, &["-o", "out", "--runs", "300000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for signal in ["SIGSEGV", "SIGALRM"] {
+        let said = format!("the target replaced the {signal} handler");
+        assert_eq!(stderr.matches(&said).count(), 1, "{signal} once:\n{stderr}");
+    }
+    let summary = common::summary(&dir.join("out"));
+    let kinds: Vec<&str> = summary["crashes"]
+        .as_array()
+        .expect("crashes")
+        .iter()
+        .filter_map(|crash| crash["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"panic"), "{summary}");
+    assert!(
+        kinds
+            .iter()
+            .any(|kind| kind.contains("SIGSEGV") || kind.contains("signal")),
+        "the null write is caught: {summary}"
     );
     nothing_partial(&dir.join("out"));
 }

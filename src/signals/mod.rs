@@ -9,6 +9,7 @@
 mod defer;
 mod sanitizer;
 mod site;
+mod watch;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -21,6 +22,10 @@ pub(crate) use site::frame_lines;
 pub use site::{
     collapse_recursion, current_stack, describe_frames, in_standard_library, is_fuzzer_function,
     recursive_cycle, stack_lines, StackLine,
+};
+pub use watch::{
+    after_execution as check_handlers_after_execution, note_handlers,
+    restore_replaced as restore_replaced_handlers, share_reports as share_handler_reports,
 };
 
 /// How close to the stack pointer a fault must be to count as a stack overflow.

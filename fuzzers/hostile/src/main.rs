@@ -4,7 +4,8 @@
 //! - `chatty`: writes 1 MiB to stdout on every execution;
 //! - `own-handlers`: installs its own SIGSEGV and SIGALRM handlers on its first execution.
 //!
-//! Its planted bug: an input starting with `BUG` panics. The fault tests (`tests/faults.rs`)
+//! Its planted bugs: an input starting with `BUG` panics; one starting with `SEG` writes through
+//! a null pointer (SIGSEGV, which a replaced handler would hide). The fault tests (`tests/faults.rs`)
 //! check that the run finds it, keeps its reproducer where it belongs, and says what the target
 //! broke.
 
@@ -48,5 +49,10 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if data.len() >= 3 && data[0] == b'B' && data[1] == b'U' && data[2] == b'G' {
         panic!("the planted bug");
+    }
+    if data.len() >= 3 && data[0] == b'S' && data[1] == b'E' && data[2] == b'G' {
+        let null: *mut u8 = std::hint::black_box(std::ptr::null_mut());
+        // SAFETY: none — this is the planted fault.
+        unsafe { null.write_volatile(1) };
     }
 });
