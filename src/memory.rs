@@ -68,7 +68,7 @@ pub fn start_watch(limit_mb: usize) {
             loop {
                 std::thread::sleep(POLL);
                 polls = polls.wrapping_add(1);
-                if polls % HANDLER_CHECK_POLLS == 0 {
+                if polls.is_multiple_of(HANDLER_CHECK_POLLS) {
                     handlers_back(fuzzing_thread);
                 }
                 let rss = resident_mb();
