@@ -151,7 +151,7 @@ mod tests {
         assert!(restore_replaced().is_empty(), "nothing replaced yet");
         // SAFETY: as above.
         unsafe {
-            libc::signal(libc::SIGFPE, stand_in as libc::sighandler_t);
+            libc::signal(libc::SIGFPE, stand_in as *const () as libc::sighandler_t);
         }
         assert!(restore_replaced().contains(&"SIGFPE"));
         // SAFETY: reads the current action.

@@ -33,8 +33,8 @@ fn misbehave_once(how: &str) {
         "own-handlers" => {
             // SAFETY: replacing signal handlers is the behaviour under test.
             unsafe {
-                libc::signal(libc::SIGSEGV, ignore as libc::sighandler_t);
-                libc::signal(libc::SIGALRM, ignore as libc::sighandler_t);
+                libc::signal(libc::SIGSEGV, ignore as *const () as libc::sighandler_t);
+                libc::signal(libc::SIGALRM, ignore as *const () as libc::sighandler_t);
             }
         }
         _ => {}
