@@ -43,23 +43,12 @@ pub fn install() {
     if !STOP.load(Ordering::Relaxed).is_null() {
         return;
     }
-    // SAFETY: an anonymous shared mapping of one page, never unmapped; zeroed memory is a
-    // valid `AtomicBool` (false).
-    let page = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if page == libc::MAP_FAILED {
+    // Zeroed memory is a valid `AtomicBool` (false).
+    let Some(page) = crate::process::shared_page() else {
         eprintln!("labelfuzz: warning: no shared stop flag; SIGTERM ends the run abruptly");
         return;
-    }
-    STOP.store(page.cast(), Ordering::Relaxed);
+    };
+    STOP.store(page.as_ptr().cast(), Ordering::Relaxed);
     set_handler(libc::SIGTERM);
 }
 

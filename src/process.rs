@@ -1,5 +1,5 @@
 //! Other processes as Linux's `/proc/<pid>/stat` shows them: whether one still runs, and
-//! which process is its parent.
+//! which process is its parent; and memory this process shares with the ones it forks.
 //!
 //! A process that exited stays a zombie until its parent reaps it, and an orphan's new parent
 //! (PID 1 in many containers) may never do so: `/proc/<pid>` existing does not mean running.
@@ -38,6 +38,28 @@ pub fn status(pid: u32) -> Option<ProcessStatus> {
 #[must_use]
 pub fn is_running(pid: u32) -> bool {
     status(pid).is_some_and(ProcessStatus::is_running)
+}
+
+/// A zeroed page of memory shared with every process this one forks from now on (a run's
+/// fuzzing processes), never unmapped; `None` if the system refuses one.
+#[must_use]
+pub fn shared_page() -> Option<std::ptr::NonNull<std::ffi::c_void>> {
+    // SAFETY: a fresh anonymous mapping, which touches no existing memory.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        None
+    } else {
+        std::ptr::NonNull::new(page)
+    }
 }
 
 #[cfg(test)]

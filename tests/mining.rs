@@ -20,11 +20,17 @@ use labelfuzz_grammar::mine::sentences;
 
 /// Builds `fuzzers/mine/<subject>.c` into `dir/<name>`, as a mining build when `mining`.
 fn build(dir: &Path, subject: &str, name: &str, mining: bool) -> PathBuf {
+    build_with(dir, subject, name, mining, &[])
+}
+
+/// [`build`] with more compiler `flags`.
+fn build_with(dir: &Path, subject: &str, name: &str, mining: bool, flags: &[&str]) -> PathBuf {
     let source = root().join("fuzzers/mine").join(format!("{subject}.c"));
     let mut command = Command::new(compiler_wrapper_dir().join("labelfuzz-cc"));
     command
         .current_dir(dir)
-        .args(["-O2", source.to_str().unwrap(), "-o", name]);
+        .args(["-O2", source.to_str().unwrap(), "-o", name])
+        .args(flags);
     if mining {
         command.env("LABELFUZZ_MINE", "1");
     }
@@ -200,8 +206,9 @@ fn a_crash_found_with_the_mined_grammar_is_a_pattern_over_that_grammar() {
     // mine -> fuzz with the mined grammar -> crash -> grammar-level pattern, on expressions
     // whose parser aborts at the third nested parenthesis.
     let dir = scratch("mine-crash");
-    let fuzzer = build(&dir, "nested", "fuzzer", false);
-    let miner = build(&dir, "nested", "miner", true);
+    let bug = ["-DNESTED_PARENS_BUG"];
+    let fuzzer = build_with(&dir, "expr", "fuzzer", false, &bug);
+    let miner = build_with(&dir, "expr", "miner", true, &bug);
     let samples = dir.join("samples");
     std::fs::create_dir_all(&samples).expect("samples dir");
     for (i, sample) in ["1+2", "(3*4)-5", "-6/(7.5)", "((8))"].iter().enumerate() {

@@ -1,5 +1,7 @@
 /* The seed's arithmetic expressions, parsed by recursive descent: a subject for grammar mining
- * (`FUZZER mine`). Invalid input is rejected with libFuzzer's -1.
+ * (`FUZZER mine`). Invalid input is rejected with libFuzzer's -1. Built with
+ * -DNESTED_PARENS_BUG, a parenthesis nested three deep aborts (the planted bug the whole mining
+ * path is tested on).
  *
  *   expr    = term {("+" | "-") term}
  *   term    = factor {("*" | "/") factor}
@@ -8,10 +10,12 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 struct cursor {
   const uint8_t *at, *end;
   int depth;
+  int parens;
 };
 
 static int expr(struct cursor *c);
@@ -35,8 +39,12 @@ static int factor(struct cursor *c) {
   }
   if (next == '(') {
     c->at++;
+#ifdef NESTED_PARENS_BUG
+    if (++c->parens == 3) abort();
+#endif
     if (!expr(c) || peek(c) != ')') return 0;
     c->at++;
+    c->parens--;
     return 1;
   }
   if (!integer(c)) return 0;
@@ -68,7 +76,7 @@ static int expr(struct cursor *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  struct cursor c = {data, data + size, 0};
+  struct cursor c = {data, data + size, 0, 0};
   if (!expr(&c) || c.at != c.end) return -1;
   return 0;
 }

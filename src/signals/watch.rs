@@ -35,22 +35,11 @@ static REPORTED_IN_RUN: std::sync::OnceLock<&'static AtomicU64> = std::sync::Onc
 /// Makes the "replaced a handler" reports once per run rather than once per process: call it
 /// in the run's first process, before it forks the fuzzing processes (a crash restarts one).
 pub fn share_reports() {
-    // SAFETY: a fresh anonymous shared mapping of one page, never unmapped; an AtomicU64 at
-    // its (page-aligned, zeroed) start is valid.
-    let shared = unsafe {
-        let page = libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if page == libc::MAP_FAILED {
-            return;
-        }
-        &*page.cast::<AtomicU64>()
+    let Some(page) = crate::process::shared_page() else {
+        return;
     };
+    // SAFETY: the page is never unmapped, and zeroed, page-aligned memory is a valid AtomicU64.
+    let shared = unsafe { page.cast::<AtomicU64>().as_ref() };
     let _ = REPORTED_IN_RUN.set(shared);
 }
 
