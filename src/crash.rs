@@ -134,9 +134,10 @@ pub fn record_panic(location: String, message: String) {
 }
 
 /// [`record_panic`] with the panicking thread's stack (offsets in the executable, innermost
-/// first), for the libFuzzer-shaped crash report.
+/// first), for the libFuzzer-shaped crash report. The caller has already told the signal
+/// handlers that the target is unwinding (`signals::mark_target_unwinding`), before walking
+/// any stack.
 pub fn record_panic_with_stack(location: String, message: String, mut frames: Vec<usize>) {
-    crate::signals::mark_target_unwinding();
     // A panic raised inside the standard library (a slice index, an `unwrap`, an overflow check
     // in library code) is labelled where the program called it: the library's line is shared
     // by every such panic anywhere in the program.
@@ -175,19 +176,12 @@ const PANIC_STACK_FRAMES: usize = 64;
 
 /// Whether `name` is a function of the standard library, the panic machinery or the fuzzer.
 fn is_library_function(name: &str) -> bool {
-    let name = name.trim_start_matches('<');
     // `backtrace::` walks the stack for us: its frames come first.
-    [
-        "core::",
-        "alloc::",
-        "std::",
-        "backtrace::",
-        "__rustc",
-        "rust_begin_unwind",
-        "rust_panic",
-    ]
-    .iter()
-    .any(|prefix| name.starts_with(prefix))
+    let plain = name.trim_start_matches('<');
+    ["backtrace::", "__rustc", "rust_begin_unwind", "rust_panic"]
+        .iter()
+        .any(|prefix| plain.starts_with(prefix))
+        || crate::signals::is_standard_library_function(name)
         || crate::signals::is_fuzzer_function(name)
 }
 

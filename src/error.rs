@@ -74,7 +74,8 @@ impl fmt::Display for LabelfuzzError {
                     write!(f, " (process {pid})")?;
                 }
                 f.write_str(
-                    ": two runs on one output directory would overwrite each other's corpus                      and summary; give this one another -o, or stop the other first",
+                    ": two runs on one output directory would overwrite each other's corpus \
+                     and summary; give this one another -o, or stop the other first",
                 )
             }
             // Our own errors that travelled through LibAFL's stages and feedbacks.

@@ -134,7 +134,9 @@ impl Recorder<'_> {
         };
         Some(
             trace
-                .without(|name| in_rust_library(mining::sites::function_of(name)))
+                .without(|name| {
+                    crate::signals::is_standard_library_function(mining::sites::function_of(name))
+                })
                 .with_unread_bytes_to_the_reader_before(),
         )
     }
@@ -240,61 +242,6 @@ fn child(target: &mut dyn FnMut(&[u8]), input: &[u8], pipe: i32, timeout: u32) -
     }
     // SAFETY: ends the child without running the parent's exit handlers.
     unsafe { libc::_exit(i32::from(!accepted)) }
-}
-
-/// Whether the function `name` (demangled) is Rust standard-library code, instantiated in the
-/// target's crates: a path in `core`, `alloc` or `std`, or a method of a library type, or of a
-/// library trait for a library or primitive type (`<core::slice::iter::Iter<T> as
-/// core::iter::Iterator>::next`, `<usize as core::slice::index::SliceIndex<[T]>>::index`). A
-/// library trait implemented for the parser's own type (`<my::Value as core::fmt::Display>`)
-/// is the parser's code.
-fn in_rust_library(name: &str) -> bool {
-    const LIBRARIES: [&str; 3] = ["core::", "alloc::", "std::"];
-    const PRIMITIVES: [&str; 17] = [
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-        "f32", "f64", "bool", "char", "str",
-    ];
-    let in_library = |path: &str| LIBRARIES.iter().any(|l| path.starts_with(l));
-    let library_type = |mut ty: &str| {
-        // References, pointers, slices and tuples of library types are library types.
-        loop {
-            let shorter = ty
-                .trim_start_matches(['&', '*', '[', '('])
-                .trim_start_matches("mut ")
-                .trim_start_matches("const ");
-            if shorter.len() == ty.len() {
-                break;
-            }
-            ty = shorter;
-        }
-        let word = ty.split(|c: char| !c.is_ascii_alphanumeric()).next();
-        in_library(ty) || word.is_some_and(|w| PRIMITIVES.contains(&w)) || ty.is_empty()
-    };
-    let Some(qualified) = name.strip_prefix('<') else {
-        return in_library(name);
-    };
-    // `<SelfType as Trait>::method` or `<SelfType>::method`: split at depth 0.
-    let mut depth = 0usize;
-    let mut self_end = None;
-    let mut trait_start = None;
-    for (at, c) in qualified.char_indices() {
-        match c {
-            '<' | '[' | '(' => depth += 1,
-            '>' | ']' | ')' if depth > 0 => depth -= 1,
-            '>' => {
-                self_end.get_or_insert(at);
-                let trait_path = trait_start.map(|start| &qualified[start..at]);
-                let self_type = &qualified[..self_end.unwrap_or(at)];
-                return library_type(self_type) && trait_path.is_none_or(in_library);
-            }
-            ' ' if depth == 0 && qualified[at..].starts_with(" as ") => {
-                self_end = Some(at);
-                trait_start = Some(at + 4);
-            }
-            _ => {}
-        }
-    }
-    false
 }
 
 /// The inputs to mine from: an output directory's corpus, a directory's input files, or a
@@ -429,35 +376,4 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(&temporary, bytes)
         .and_then(|()| std::fs::rename(&temporary, path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::in_rust_library;
-
-    #[test]
-    fn library_code_instantiated_in_the_parser_is_told_from_the_parser() {
-        for library in [
-            "core::slice::index::slice_start_index_len_fail",
-            "<core::slice::iter::Iter<T> as core::iter::traits::iterator::Iterator>::next",
-            "<usize as core::slice::index::SliceIndex<[T]>>::index",
-            "<&mut [u8] as core::ops::Index<usize>>::index",
-            "core::option::Option<&T>::copied",
-            "<alloc::vec::Vec<T,A>>::push",
-            "core::slice::<impl [T]>::get",
-            "std::io::Read::read_exact",
-        ] {
-            assert!(in_rust_library(library), "{library}");
-        }
-        for parser in [
-            "serde_json::de::Deserializer<R>::parse_whitespace",
-            "<serde_json::read::SliceRead as serde_json::read::Read>::next",
-            "<serde_json::value::Value as core::fmt::Display>::fmt",
-            "<core::marker::PhantomData<T> as serde::de::DeserializeSeed>::deserialize",
-            "parse_expression",
-            "json::parse_value::{{closure}}",
-        ] {
-            assert!(!in_rust_library(parser), "{parser}");
-        }
-    }
 }

@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) void load(uintptr_t address, size_t
   unwind(cfa, 0);
   uint32_t owner = depth > 0 ? stack[depth - 1].node : NO_NODE;
   last_byte_at = SIZE_MAX;
-  if (size == 1 && address >= input_start) {
+  if (size == 1) {
     last_byte_at = address - input_start;
     last_byte = *(const uint8_t *)address;
   }

@@ -129,11 +129,12 @@ pub fn flags(plan: Plan) -> Vec<&'static str> {
             "llvm-args=-max-loads-per-memcmp=0",
         ],
         Plan::Coverage => &["-C", "instrument-coverage"],
-        // What the C mining build gets (labelfuzz-cc's LABELFUZZ_MINE=1): function entries and
-        // loads, and comparisons (a byte peeked in one function and matched in its caller
-        // belongs to the caller); no optimisation, so that no function is inlined into its caller or left by a
-        // tail call (the recorder tells invocations apart by their frame address, hence frame
-        // pointers too). rustc takes the last opt-level given, and the wrapper's come last.
+        // What the C mining build gets (labelfuzz-cc's LABELFUZZ_MINE=1), function entries and
+        // loads, plus one-byte comparisons (a byte peeked in one function and matched in its
+        // caller belongs to the caller). No optimisation, so that no function is inlined into
+        // its caller or left by a tail call (the recorder tells invocations apart by their
+        // frame address, hence frame pointers too); rustc takes the last opt-level given, and
+        // the wrapper's flags come last.
         Plan::Mine => &[
             "-C",
             "passes=sancov-module",

@@ -103,7 +103,6 @@ impl RunLock {
     /// Takes `dir`'s lock (creating the directory's lock file), or says which run holds it.
     pub fn acquire(dir: &Path) -> Result<RunLock, LabelfuzzError> {
         use std::io::{Read as _, Seek as _, Write as _};
-        use std::os::fd::AsRawFd as _;
         let path = dir.join(LOCK_FILE);
         let mut file = fs::OpenOptions::new()
             .read(true)
@@ -115,10 +114,8 @@ impl RunLock {
         // A run killed a moment ago may still hold the lock while its processes die: it gets
         // a little while to let go.
         let deadline = std::time::Instant::now() + LOCK_PATIENCE;
-        // SAFETY: flock on a descriptor this function owns.
-        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let error = std::io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        while let Err(error) = file.try_lock() {
+            if let fs::TryLockError::Error(error) = error {
                 return Err(LabelfuzzError::io("lock", &path, error));
             }
             if std::time::Instant::now() < deadline {
@@ -266,13 +263,12 @@ impl OutputDir {
             Artifacts::ExactPath(path) => {
                 Artifacts::ExactPath(std::path::absolute(&path).unwrap_or(path))
             }
-            Artifacts::Prefix(prefix) if !prefix.is_empty() && !prefix.starts_with('/') => {
-                let mut absolute = std::env::current_dir()
-                    .map(|dir| dir.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                absolute.push('/');
-                absolute.push_str(&prefix);
-                Artifacts::Prefix(absolute)
+            // The empty prefix (libFuzzer's default) is the working directory at the start too.
+            Artifacts::Prefix(prefix) if !prefix.starts_with('/') => {
+                match std::env::current_dir() {
+                    Ok(dir) => Artifacts::Prefix(format!("{}/{prefix}", dir.display())),
+                    Err(_) => Artifacts::Prefix(prefix),
+                }
             }
             prefix @ Artifacts::Prefix(_) => prefix,
         });

@@ -21,7 +21,7 @@ use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
 pub(crate) use site::frame_lines;
 pub use site::{
     collapse_recursion, current_stack, describe_frames, in_standard_library, is_fuzzer_function,
-    recursive_cycle, stack_lines, StackLine,
+    is_standard_library_function, recursive_cycle, stack_lines, StackLine,
 };
 pub use watch::{
     after_execution as check_handlers_after_execution, note_handlers,

@@ -23,10 +23,8 @@ const WATCHED: [(libc::c_int, &str); 6] = [
     (libc::SIGALRM, "SIGALRM"),
 ];
 
-/// The fuzzer's handlers, as noted by [`note_handlers`].
-static NOTED: Mutex<Vec<(libc::c_int, libc::sigaction)>> = Mutex::new(Vec::new());
-/// The target's executions in this process, counted by [`after_execution`].
-static EXECUTIONS: AtomicU64 = AtomicU64::new(0);
+/// The fuzzer's handlers, as noted by [`note_handlers`], with the signals' names.
+static NOTED: Mutex<Vec<(libc::c_int, &str, libc::sigaction)>> = Mutex::new(Vec::new());
 /// The signals already reported (a bit per signal number), in this process.
 static REPORTED_HERE: AtomicU64 = AtomicU64::new(0);
 /// The same bits in memory shared by every process of the run (see [`share_reports`]).
@@ -56,28 +54,26 @@ pub fn note_handlers() {
     note_handlers_of(&WATCHED);
 }
 
-fn note_handlers_of(signals: &[(libc::c_int, &str)]) {
+fn note_handlers_of(signals: &[(libc::c_int, &'static str)]) {
     let mut noted = Vec::new();
-    for &(signal, _) in signals {
+    for &(signal, name) in signals {
         // SAFETY: sigaction with a null new action only reads the current one.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(signal, std::ptr::null(), &raw mut action) == 0 {
-                noted.push((signal, action));
+                noted.push((signal, name, action));
             }
         }
     }
     if let Ok(mut slot) = NOTED.lock() {
         *slot = noted;
     }
-    EXECUTIONS.store(0, Ordering::Relaxed);
 }
 
-/// Counts an execution of the target; after the 1st, 2nd, 4th... puts back any handler the
-/// target replaced.
+/// After the target's 1st, 2nd, 4th... execution in this process, puts back any handler it
+/// replaced.
 pub fn after_execution() {
-    let count = EXECUTIONS.fetch_add(1, Ordering::Relaxed) + 1;
-    if count.is_power_of_two() {
+    if super::target_entries().is_power_of_two() {
         restore_replaced();
     }
 }
@@ -89,29 +85,25 @@ pub fn restore_replaced() -> Vec<&'static str> {
         return Vec::new();
     };
     let mut restored = Vec::new();
-    for (signal, ours) in noted.iter() {
+    for &(signal, name, ref ours) in noted.iter() {
         // SAFETY: reads the current action, and writes back one this process installed.
         unsafe {
             let mut now: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(*signal, std::ptr::null(), &raw mut now) != 0
+            if libc::sigaction(signal, std::ptr::null(), &raw mut now) != 0
                 || now.sa_sigaction == ours.sa_sigaction
             {
                 continue;
             }
-            libc::sigaction(*signal, ours, std::ptr::null_mut());
+            libc::sigaction(signal, ours, std::ptr::null_mut());
         }
-        let name = WATCHED
-            .iter()
-            .find(|(s, _)| s == signal)
-            .map_or("a signal", |(_, name)| *name);
         restored.push(name);
-        if first_report(*signal) {
+        if first_report(signal) {
             eprintln!(
                 "labelfuzz: the target replaced the {name} handler; labelfuzz put its own back, \
                  since with the target's a {what} would go unseen. If the target needs its \
                  handler, install it only outside fuzzing builds (#[cfg(not(fuzzing))], or \
                  #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)",
-                what = if *signal == libc::SIGALRM {
+                what = if signal == libc::SIGALRM {
                     "hang"
                 } else {
                     "crash"

@@ -97,13 +97,6 @@ pub fn merge_checked(trees: &[Node], traces: &[Trace], accepts: Accepts<'_>) -> 
     for (function, sites) in sites_of {
         // Union-find over the function's sites.
         let mut group: Vec<usize> = (0..sites.len()).collect();
-        fn root(group: &mut [usize], mut at: usize) -> usize {
-            while group[at] != at {
-                group[at] = group[group[at]];
-                at = group[at];
-            }
-            at
-        }
         for later in 1..sites.len() {
             for earlier in 0..later {
                 if root(&mut group, earlier) == root(&mut group, later) {
@@ -123,26 +116,31 @@ pub fn merge_checked(trees: &[Node], traces: &[Trace], accepts: Accepts<'_>) -> 
             }
         }
         let roots: Vec<usize> = (0..sites.len()).map(|i| root(&mut group, i)).collect();
-        let mut distinct: Vec<usize> = roots.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
+        // The groups in order of first appearance, numbered from 1 when there are several.
+        let mut groups: Vec<usize> = Vec::new();
+        for &root in &roots {
+            if !groups.contains(&root) {
+                groups.push(root);
+            }
+        }
         for (site, root) in sites.iter().zip(&roots) {
-            let name = if distinct.len() == 1 {
-                function.to_owned()
-            } else {
-                // Numbered in order of first appearance.
-                let first = roots.iter().position(|r| r == root).unwrap_or(0);
-                let number = 1 + roots[..first]
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, r)| roots[..i].iter().all(|earlier| earlier != r))
-                    .count();
-                format!("{function}{SITE_MARK}{number}")
+            let name = match groups.iter().position(|group| group == root) {
+                Some(index) if groups.len() > 1 => format!("{function}{SITE_MARK}{}", index + 1),
+                _ => function.to_owned(),
             };
             names.merged.insert((*site).to_owned(), name);
         }
     }
     (names, checks)
+}
+
+/// The representative of `at`'s group in a union-find forest (halving the path on the way).
+fn root(group: &mut [usize], mut at: usize) -> usize {
+    while group[at] != at {
+        group[at] = group[group[at]];
+        at = group[at];
+    }
+    at
 }
 
 /// Whether the subtrees of two sites can stand in for each other: each instance pair swapped
