@@ -82,6 +82,13 @@ thread_local! {
 pub fn install_panic_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
+        if crate::interference::in_forked_child() {
+            // Unwinding would carry the child back into the fuzzer's loop: it ends here, as
+            // a panic in a forked child ends with `panic = "abort"`.
+            previous(info);
+            // SAFETY: _exit ends only this child, which holds nothing to flush.
+            unsafe { libc::_exit(101) };
+        }
         if crate::signals::target_running() {
             crate::signals::mark_target_unwinding();
             let location = info
@@ -102,7 +109,8 @@ pub fn install_panic_hook() {
 }
 
 extern "C" fn exit_guard() {
-    if crate::signals::target_running() {
+    // A process the target forked may leave through exit(): that is its own business.
+    if crate::signals::target_running() && !crate::interference::in_forked_child() {
         crate::signals::note_abort(&crate::signals::AbortCause::Exit);
         // SAFETY: abort never returns; it raises SIGABRT, which LibAFL's handler turns into a
         // saved reproducer and a restart instead of the end of the run.
@@ -243,10 +251,19 @@ pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKi
     crate::cmp_progress::reset_before_run();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     crate::signals::mark_target_exit();
-    crate::signals::check_handlers_after_execution();
+    // After the target's 1st, 2nd, 4th... execution in this process: installers run at the
+    // first call or in initialisation, and checking every execution would cost system calls.
+    if crate::signals::target_entries().is_power_of_two() {
+        crate::signals::restore_replaced_handlers();
+        crate::interference::put_back();
+    }
     match outcome {
         Ok(()) => ExitKind::Ok,
-        Err(_payload) => ExitKind::Crash,
+        Err(_payload) => {
+            // Saving follows: whatever the target took away, the save needs back.
+            crate::interference::put_back();
+            ExitKind::Crash
+        }
     }
 }
 

@@ -49,6 +49,7 @@ pub mod error;
 pub mod feedback;
 pub mod guards;
 pub mod html_report;
+pub mod interference;
 pub mod interrupt;
 pub mod launch;
 /// The labels of an execution (from `labelfuzz-core`).

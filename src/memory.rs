@@ -24,6 +24,7 @@ static PEAK_RSS_MB: AtomicUsize = AtomicUsize::new(0);
 /// hangs in the same execution, which never returns to be checked. A timeout the target's
 /// SIGALRM handler swallowed is sent again, now to the fuzzer's handler.
 fn handlers_back(fuzzing_thread: libc::pthread_t) {
+    crate::interference::put_back();
     let restored = crate::signals::restore_replaced_handlers();
     if restored.contains(&"SIGALRM") && crate::signals::target_running() {
         // SAFETY: signals a thread of this process that lives as long as the process.

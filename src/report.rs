@@ -92,6 +92,10 @@ pub struct Summary {
     /// most any client learned.
     #[serde(default)]
     pub learned_tokens: usize,
+    /// What the target did to the fuzzing process that labelfuzz put back (see
+    /// [`crate::interference`]), e.g. `replaced the SIGSEGV handler`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_interference: Vec<String>,
 }
 
 fn one() -> usize {
@@ -148,6 +152,12 @@ impl Summary {
             clients: parts.len(),
             imported: parts.iter().map(|p| p.imported).sum(),
             learned_tokens: parts.iter().map(|p| p.learned_tokens).max().unwrap_or(0),
+            target_interference: parts
+                .iter()
+                .flat_map(|p| p.target_interference.iter().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
         })
     }
 
@@ -345,6 +355,7 @@ impl Reporter {
             learned_tokens: state
                 .metadata::<LearnedTokens>()
                 .map_or(0, |learned| learned.tokens().len()),
+            target_interference: crate::interference::reported(),
         }
     }
 
@@ -467,6 +478,7 @@ mod tests {
                 clients: 1,
                 imported: 0,
                 learned_tokens: client,
+                target_interference: Vec::new(),
             };
             let text = serde_json::to_vec(&summary).unwrap();
             out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)

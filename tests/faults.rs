@@ -181,8 +181,13 @@ fn a_target_that_changes_directory_does_not_move_the_fuzzers_files() {
         ],
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    // libFuzzer's exit status for a crash, as a libFuzzer flag was given.
-    assert_eq!(output.status.code(), Some(77), "{stderr}");
+    // libFuzzer's exit status for the first crash found, as a libFuzzer flag was given: 77,
+    // or 70 when the hang (HNG) came first.
+    assert!(
+        matches!(output.status.code(), Some(77 | 70)),
+        "{:?} {stderr}",
+        output.status
+    );
     let crashes = files(&dir.join("out/crashes"));
     let reproducers: Vec<&Vec<u8>> = crashes
         .iter()
@@ -224,5 +229,180 @@ fn handlers_the_target_replaces_are_put_back_and_reported_once() {
             .any(|kind| kind.contains("SIGSEGV") || kind.contains("signal")),
         "the null write is caught: {summary}"
     );
+    nothing_partial(&dir.join("out"));
+}
+
+/// The reproducers in `out/crashes` (not their pattern files), by content.
+fn reproducer_contents(out: &Path) -> Vec<Vec<u8>> {
+    files(&out.join("crashes"))
+        .into_iter()
+        .filter(|(path, _)| path.extension().is_none())
+        .map(|(_, bytes)| bytes)
+        .collect()
+}
+
+/// What `summary.json` in `out` says the target did to the fuzzing process.
+fn interference(out: &Path) -> Vec<String> {
+    common::summary(out)["target_interference"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .filter_map(|what| what.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn limits_the_target_lowers_are_put_back_before_anything_is_written() {
+    // A file-size limit of one byte would kill the process (SIGXFSZ) at the first reproducer
+    // and at the first line written to a redirected stderr; six descriptors would fail saves.
+    let dir = scratch("faults-rlimits");
+    let output = run_hostile("rlimits", &dir, &["-o", "out", "--runs", "300000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for limit in ["RLIMIT_NOFILE", "RLIMIT_FSIZE"] {
+        let said = format!("the target lowered {limit}");
+        assert_eq!(stderr.matches(&said).count(), 1, "{limit} once:\n{stderr}");
+        assert!(
+            interference(&dir.join("out")).contains(&format!("lowered {limit}")),
+            "summary.json names {limit}"
+        );
+    }
+    let reproducers = reproducer_contents(&dir.join("out"));
+    for bug in [&b"BUG"[..], b"SEG"] {
+        assert!(reproducers.iter().any(|r| r == bug), "{reproducers:?}");
+    }
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn a_crash_in_a_process_the_target_forks_is_not_an_executions_crash() {
+    // Every execution forks a child that leaves through exit(0) (the exit guard must not turn
+    // it into a crash) and runs /bin/true; for inputs starting with FRK the child faults.
+    let dir = scratch("faults-fork");
+    let output = run_hostile("fork", &dir, &["-o", "out", "--runs", "20000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let reproducers = reproducer_contents(&dir.join("out"));
+    assert!(
+        reproducers.iter().any(|r| r == b"BUG"),
+        "the fuzzing process's own bugs are found: {reproducers:?}"
+    );
+    assert!(
+        !reproducers
+            .iter()
+            .any(|r| r.is_empty() || r.starts_with(b"FRK")),
+        "no child's exit or fault is an execution's crash: {reproducers:?}"
+    );
+    assert!(
+        stderr
+            .matches("a process the target forked got signal 11")
+            .count()
+            <= 1,
+        "{stderr}"
+    );
+    if stderr.contains("a process the target forked") {
+        assert!(
+            interference(&dir.join("out")).contains(&"crashed in a process it forked".to_string())
+        );
+    }
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn standard_descriptors_the_target_closes_are_opened_again_and_reported_once() {
+    let dir = scratch("faults-close-stdio");
+    let output = run_hostile("close-stdio", &dir, &["-o", "out", "--runs", "300000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for (fd, name) in ["stdin", "stdout", "stderr"].iter().enumerate() {
+        let said = format!("the target closed descriptor {fd} ({name})");
+        assert_eq!(stderr.matches(&said).count(), 1, "{name} once:\n{stderr}");
+        assert!(
+            interference(&dir.join("out")).contains(&format!("closed descriptor {fd} ({name})"))
+        );
+    }
+    // The run's own lines after the target closed stderr still arrive: the crashes' patterns.
+    assert!(stderr.contains("labelfuzz: pattern of panic"), "{stderr}");
+    assert!(reproducer_contents(&dir.join("out"))
+        .iter()
+        .any(|r| r == b"BUG"));
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn crashes_and_hangs_in_threads_the_target_starts_are_found() {
+    // THR faults in a thread of the target's own; HNG waits on a thread that never ends.
+    let dir = scratch("faults-threads");
+    let output = run_hostile(
+        "",
+        &dir,
+        &["-o", "out", "--runs", "300000", "--timeout", "300"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let summary = common::summary(&dir.join("out"));
+    let crashes = summary["crashes"].as_array().expect("crashes");
+    let found = |kind: &str, text: &str| {
+        crashes
+            .iter()
+            .any(|c| c["kind"] == kind && c["location"].as_str().is_some_and(|l| l.contains(text)))
+    };
+    assert!(found("signal", "null_write"), "{summary}");
+    assert!(crashes.iter().any(|c| c["kind"] == "timeout"), "{summary}");
+    let reproducers = reproducer_contents(&dir.join("out"));
+    for bug in [&b"THR"[..], b"HNG"] {
+        assert!(reproducers.iter().any(|r| r == bug), "{reproducers:?}");
+    }
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn a_slow_leak_reaches_the_memory_limit_and_the_run_goes_on() {
+    // 64 KiB leaked per execution: the limit is reached after about 4 000 executions, again
+    // after each restart, and the run must go on to its last execution.
+    let dir = scratch("faults-leak");
+    let output = run_hostile(
+        "leak",
+        &dir,
+        &["-o", "out", "-runs=40000", "-rss_limit_mb=300", "-seed=1"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // libFuzzer's status for whichever crash came first: 77, 70 (timeout) or 71 (memory).
+    assert!(
+        matches!(output.status.code(), Some(77 | 70 | 71)),
+        "{:?} {stderr}",
+        output.status
+    );
+    let summary = common::summary(&dir.join("out"));
+    assert!(summary["executions"].as_u64() >= Some(40_000), "{summary}");
+    let crashes = summary["crashes"].as_array().expect("crashes");
+    assert!(crashes.iter().any(|c| c["kind"] == "oom"), "{summary}");
+    assert!(crashes.iter().any(|c| c["kind"] == "panic"), "{summary}");
+    nothing_partial(&dir.join("out"));
+}
+
+#[test]
+fn a_target_writing_a_mebibyte_per_execution_is_fuzzed_as_any_other() {
+    let dir = scratch("faults-chatty");
+    let output = std::process::Command::new(build_fuzzer("hostile"))
+        .args(["-o", "out", "--runs", "50000", "-q"])
+        .env("HOSTILE", "chatty")
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("the fuzzer starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let summary = common::summary(&dir.join("out"));
+    assert!(summary["executions"].as_u64() >= Some(50_000), "{summary}");
+    assert!(
+        summary["peak_rss_mb"].as_u64() < Some(500),
+        "the output is not kept: {summary}"
+    );
+    assert!(reproducer_contents(&dir.join("out"))
+        .iter()
+        .any(|r| r == b"BUG"));
     nothing_partial(&dir.join("out"));
 }

@@ -286,11 +286,17 @@ fn the_same_project_still_builds_with_cargo_fuzz_where_it_is_installed() {
         .current_dir(&dir)
         .output()
         .expect("cargo fuzz runs");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    // cargo prints every build script's environment before the compiler's message: the end
+    // and the lines naming an error are what says why.
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let telling: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("error") || l.contains("No space"))
+        .chain(lines.iter().rev().take(15).rev())
+        .copied()
+        .collect();
+    assert!(built.status.success(), "{}", telling.join("\n"));
 }
 
 #[test]

@@ -135,7 +135,7 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
     };
 
     crate::interrupt::install();
-    crate::signals::share_handler_reports();
+    crate::interference::share_reports();
     // Before any fuzzing process forks: they inherit the table instead of reading it again
     // after every crash.
     crate::symbols::preload();

@@ -39,6 +39,9 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{file_name}.tmp.{}", std::process::id()));
+    // A target that lowered the file-size or descriptor limit would make this write kill the
+    // process (SIGXFSZ) or fail.
+    crate::interference::put_back();
     let write = || -> std::io::Result<()> {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(bytes)?;

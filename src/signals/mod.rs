@@ -23,10 +23,7 @@ pub use site::{
     collapse_recursion, current_stack, describe_frames, in_standard_library, is_fuzzer_function,
     is_standard_library_function, recursive_cycle, stack_lines, StackLine,
 };
-pub use watch::{
-    after_execution as check_handlers_after_execution, note_handlers,
-    restore_replaced as restore_replaced_handlers, share_reports as share_handler_reports,
-};
+pub use watch::{note_handlers, restore_replaced as restore_replaced_handlers};
 
 /// How close to the stack pointer a fault must be to count as a stack overflow.
 const STACK_FAULT_DISTANCE: usize = 1 << 20;
@@ -394,6 +391,10 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
     // SAFETY: runs as a signal handler; it only reads the context, walks the stack without
     // allocating and stores to atomics, then hands over to the previous handler.
     unsafe {
+        if crate::interference::in_forked_child() {
+            crate::interference::crash_in_forked_child(signal);
+            return;
+        }
         // The memory watcher's signal can arrive late: after the target returned (the execution
         // it meant is over), or while a crash is being saved. Handing it on would make LibAFL
         // save the wrong input, or take it for a crash inside its own handler and end the run.
@@ -419,6 +420,8 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
         if already_handling || !target_running() {
             fault_outside_the_target(signal, already_handling);
         }
+        // Saving follows: whatever the target took away, the save needs back.
+        crate::interference::put_back();
         let (pc, sp) = interrupted_pc_sp(context);
         let fault = if info.is_null() {
             0

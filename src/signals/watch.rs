@@ -10,7 +10,6 @@
 //! watcher's thread also checks, for a target that replaces a handler and faults or hangs in
 //! the same execution.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The signals whose handlers fuzzing depends on: crashes, aborts and timeouts.
@@ -25,29 +24,6 @@ const WATCHED: [(libc::c_int, &str); 6] = [
 
 /// The fuzzer's handlers, as noted by [`note_handlers`], with the signals' names.
 static NOTED: Mutex<Vec<(libc::c_int, &str, libc::sigaction)>> = Mutex::new(Vec::new());
-/// The signals already reported (a bit per signal number), in this process.
-static REPORTED_HERE: AtomicU64 = AtomicU64::new(0);
-/// The same bits in memory shared by every process of the run (see [`share_reports`]).
-static REPORTED_IN_RUN: std::sync::OnceLock<&'static AtomicU64> = std::sync::OnceLock::new();
-
-/// Makes the "replaced a handler" reports once per run rather than once per process: call it
-/// in the run's first process, before it forks the fuzzing processes (a crash restarts one).
-pub fn share_reports() {
-    let Some(page) = crate::process::shared_page() else {
-        return;
-    };
-    // SAFETY: the page is never unmapped, and zeroed, page-aligned memory is a valid AtomicU64.
-    let shared = unsafe { page.cast::<AtomicU64>().as_ref() };
-    let _ = REPORTED_IN_RUN.set(shared);
-}
-
-/// Marks `signal` reported; whether it was not before.
-fn first_report(signal: libc::c_int) -> bool {
-    let bit = 1u64 << (signal.unsigned_abs() % 64);
-    let reported = REPORTED_IN_RUN.get().copied().unwrap_or(&REPORTED_HERE);
-    reported.fetch_or(bit, Ordering::Relaxed) & bit == 0
-}
-
 /// Notes the handlers now installed for the watched signals (call once all of the fuzzer's
 /// handlers are in place).
 pub fn note_handlers() {
@@ -70,14 +46,6 @@ fn note_handlers_of(signals: &[(libc::c_int, &'static str)]) {
     }
 }
 
-/// After the target's 1st, 2nd, 4th... execution in this process, puts back any handler it
-/// replaced.
-pub fn after_execution() {
-    if super::target_entries().is_power_of_two() {
-        restore_replaced();
-    }
-}
-
 /// Puts back every watched handler that differs from the noted one, reporting each signal
 /// the first time; returns the names of the signals put back.
 pub fn restore_replaced() -> Vec<&'static str> {
@@ -97,7 +65,9 @@ pub fn restore_replaced() -> Vec<&'static str> {
             libc::sigaction(signal, ours, std::ptr::null_mut());
         }
         restored.push(name);
-        if first_report(signal) {
+        if crate::interference::first_report(crate::interference::Interference::ReplacedHandler(
+            signal,
+        )) {
             eprintln!(
                 "labelfuzz: the target replaced the {name} handler; labelfuzz put its own back, \
                  since with the target's a {what} would go unseen. If the target needs its \

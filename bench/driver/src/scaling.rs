@@ -1,6 +1,6 @@
 //! The benchmark's scaling and memory sections: `scaling` (labelfuzz on 1 and 2 cores against
 //! one plain process, libFuzzer `-fork=N` against plain libFuzzer) and `soak` (`cargo make
-//! soak`: memory over 30 minutes on both cores), with the process-group memory reading both use.
+//! soak`: memory on both cores in grammar and bytes mode), with the process-group memory reading both use.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -117,16 +117,23 @@ pub(crate) fn group_rss(group: u32) -> (u64, u64, usize) {
     (total, largest, count)
 }
 
-/// The soak run (`cargo make soak`): SQLite in grammar mode on both cores for
-/// `BENCH_SOAK_SECS` (default 1800), memory sampled every `BENCH_SOAK_EVERY` seconds (60).
-pub(crate) fn soak(work: &Path) -> String {
-    use std::os::unix::process::CommandExt;
-    let secs = env_secs("BENCH_SOAK_SECS", 1800);
-    let every = env_secs("BENCH_SOAK_EVERY", 60).max(1);
-    let fuzzer = build_native("sqlite", None);
-    let out = fresh_dir(&work.join("soak"));
-    let mut child = Command::new(&fuzzer)
-        .args([
+/// One run of the soak: a mode's fuzzer process group and the rows sampled from it.
+struct SoakRun {
+    mode: &'static str,
+    child: std::process::Child,
+    out: std::path::PathBuf,
+    /// (minute, RSS total MiB) of every sample, for the growth figure.
+    rss: Vec<(f64, u64)>,
+    table: String,
+}
+
+impl SoakRun {
+    /// Starts SQLite's fuzzer on both cores, with the SQL grammar when `mode` is `grammar`.
+    fn start(fuzzer: &Path, mode: &'static str, secs: u64, work: &Path) -> SoakRun {
+        use std::os::unix::process::CommandExt;
+        let out = fresh_dir(&work.join(format!("soak-{mode}")));
+        let mut command = Command::new(fuzzer);
+        command.args([
             "-q",
             "--seed",
             "1",
@@ -134,66 +141,132 @@ pub(crate) fn soak(work: &Path) -> String {
             "0-1",
             "--max-time",
             &secs.to_string(),
-        ])
-        .arg("--grammar")
-        .arg(root().join("fuzzers/sql/grammar.json"))
-        .arg("-o")
-        .arg(&out)
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("the soak fuzzer starts");
-    let group = child.id();
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "Soak: SQLite (grammar mode) on 2 cores for {secs} s; resident memory of all of the \
-         run's processes, sampled every {every} s.\n"
-    );
-    let _ = writeln!(
-        t,
-        "| minute | processes | RSS total MiB | largest process MiB | executions | labels | corpus | crashes |"
-    );
-    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+        ]);
+        if mode == "grammar" {
+            command
+                .arg("--grammar")
+                .arg(root().join("fuzzers/sql/grammar.json"));
+        }
+        let child = command
+            .arg("-o")
+            .arg(&out)
+            .stderr(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("the soak fuzzer starts");
+        let mut table = String::new();
+        let _ = writeln!(
+            table,
+            "| minute | processes | RSS total MiB | largest process MiB | executions | labels | \
+             corpus | crashes |"
+        );
+        let _ = writeln!(table, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+        SoakRun {
+            mode,
+            child,
+            out,
+            rss: Vec::new(),
+            table,
+        }
+    }
+
+    /// Samples the run's processes and its summary into one row.
+    fn sample(&mut self, minute: f64) {
+        let (total, largest, count) = group_rss(self.child.id());
+        let summary = std::fs::read(self.out.join("summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .unwrap_or(Value::Null);
+        let line = format!(
+            "| {minute:.0} | {count} | {total} | {largest} | {} | {} | {} | {} |",
+            summary["executions"].as_u64().unwrap_or(0),
+            summary["labels"].as_u64().unwrap_or(0),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+            summary["crashes"].as_array().map_or(0, Vec::len),
+        );
+        eprintln!("soak ({}): {line}", self.mode);
+        let _ = writeln!(self.table, "{line}");
+        self.rss.push((minute, total));
+    }
+
+    /// The table, the final summary and the change of resident memory from minute 30 (or the
+    /// first sample, in a shorter soak) to the end.
+    fn report(self) -> String {
+        let summary = read_summary(&self.out);
+        let mut t = format!("#### {} mode\n\n{}", self.mode, self.table);
+        let _ = writeln!(
+            t,
+            "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
+             {} MiB (the clients' peaks added up), {} crash labels.",
+            summary["executions"].as_u64().unwrap_or(0),
+            summary["execs_per_sec"].as_f64().unwrap_or(0.0),
+            summary["labels"].as_u64().unwrap_or(0),
+            summary["edges"].as_u64().unwrap_or(0),
+            summary["corpus"]["entries"].as_u64().unwrap_or(0),
+            summary["peak_rss_mb"].as_u64().unwrap_or(0),
+            summary["crashes"].as_array().map_or(0, Vec::len),
+        );
+        let from = self
+            .rss
+            .iter()
+            .find(|(minute, _)| *minute >= 29.5)
+            .or(self.rss.first());
+        if let (Some(&(m0, r0)), Some(&(m1, r1))) = (from, self.rss.last()) {
+            let lo = self.rss.iter().filter(|(m, _)| *m >= m0).map(|s| s.1).min();
+            let hi = self.rss.iter().filter(|(m, _)| *m >= m0).map(|s| s.1).max();
+            let _ = writeln!(
+                t,
+                "RSS total from minute {m0:.0} to {m1:.0}: {r0} → {r1} MiB ({:+.1} %); lowest {} \
+                 and highest {} MiB in that span ({:.1} % apart).",
+                (r1 as f64 / r0.max(1) as f64 - 1.0) * 100.0,
+                lo.unwrap_or(0),
+                hi.unwrap_or(0),
+                (hi.unwrap_or(0) as f64 / lo.unwrap_or(1).max(1) as f64 - 1.0) * 100.0,
+            );
+        }
+        t
+    }
+}
+
+/// The soak run (`cargo make soak`): SQLite on both cores in grammar mode and in bytes mode,
+/// the two runs side by side (four clients on the machine's cores), for `BENCH_SOAK_SECS`
+/// (default 1800); memory sampled every `BENCH_SOAK_EVERY` seconds (60).
+pub(crate) fn soak(work: &Path) -> String {
+    let secs = env_secs("BENCH_SOAK_SECS", 1800);
+    let every = env_secs("BENCH_SOAK_EVERY", 60).max(1);
+    let fuzzer = build_native("sqlite", None);
+    let mut runs: Vec<SoakRun> = ["grammar", "bytes"]
+        .into_iter()
+        .map(|mode| SoakRun::start(&fuzzer, mode, secs, work))
+        .collect();
     let started = std::time::Instant::now();
     let mut next = every;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(500));
-        if child.try_wait().ok().flatten().is_some() {
+        if runs
+            .iter_mut()
+            .all(|run| run.child.try_wait().ok().flatten().is_some())
+        {
             break;
         }
         if started.elapsed().as_secs() < next {
             continue;
         }
         next += every;
-        let (total, largest, count) = group_rss(group);
-        let summary = std::fs::read(out.join("summary.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .unwrap_or(Value::Null);
-        let line = format!(
-            "| {:.0} | {count} | {total} | {largest} | {} | {} | {} | {} |",
-            started.elapsed().as_secs_f64() / 60.0,
-            summary["executions"].as_u64().unwrap_or(0),
-            summary["labels"].as_u64().unwrap_or(0),
-            summary["corpus"]["entries"].as_u64().unwrap_or(0),
-            summary["crashes"].as_array().map_or(0, Vec::len),
-        );
-        eprintln!("soak: {line}");
-        let _ = writeln!(t, "{line}");
+        let minute = started.elapsed().as_secs_f64() / 60.0;
+        for run in runs.iter_mut() {
+            run.sample(minute);
+        }
     }
-    let summary = read_summary(&out);
-    let _ = writeln!(
-        t,
-        "\nFinal: {} executions ({:.0}/s), {} labels, {} edges, corpus {} entries, peak RSS \
-         {} MiB (the clients' peaks added up), {} crash labels.",
-        summary["executions"].as_u64().unwrap_or(0),
-        summary["execs_per_sec"].as_f64().unwrap_or(0.0),
-        summary["labels"].as_u64().unwrap_or(0),
-        summary["edges"].as_u64().unwrap_or(0),
-        summary["corpus"]["entries"].as_u64().unwrap_or(0),
-        summary["peak_rss_mb"].as_u64().unwrap_or(0),
-        summary["crashes"].as_array().map_or(0, Vec::len),
+    let mut t = format!(
+        "Soak: SQLite on 2 cores for {secs} s in grammar mode and in bytes mode, the two runs \
+         side by side; resident memory of all of each run's processes (broker, supervisors, \
+         clients), sampled every {every} s.\n\n"
     );
+    for run in runs {
+        t.push_str(&run.report());
+        t.push('\n');
+    }
     t
 }

@@ -2,10 +2,16 @@
 //! - `chdir`: changes the working directory to `/` on its first execution;
 //! - `close-stdio`: closes descriptors 0, 1 and 2 on its first execution;
 //! - `chatty`: writes 1 MiB to stdout on every execution;
-//! - `own-handlers`: installs its own SIGSEGV and SIGALRM handlers on its first execution.
+//! - `own-handlers`: installs its own SIGSEGV and SIGALRM handlers on its first execution;
+//! - `rlimits`: lowers its limits on open files (to 6) and on file size (to 1 byte) on its first
+//!   execution;
+//! - `fork`: forks a child on every execution that returns through `exit(0)` (or, for an input
+//!   starting with `FRK`, writes through a null pointer), and runs `/bin/true` (fork and exec);
+//! - `leak`: leaks 64 KiB on every execution.
 //!
 //! Its planted bugs: an input starting with `BUG` panics; one starting with `SEG` writes through
-//! a null pointer (SIGSEGV, which a replaced handler would hide). The fault tests (`tests/faults.rs`)
+//! a null pointer (SIGSEGV, which a replaced handler would hide); `THR` does the same null write
+//! in a thread of its own, and `HNG` waits for a thread that never ends. The fault tests (`tests/faults.rs`)
 //! check that the run finds it, keeps its reproducer where it belongs, and says what the target
 //! broke.
 
@@ -37,22 +43,76 @@ fn misbehave_once(how: &str) {
                 libc::signal(libc::SIGALRM, ignore as *const () as libc::sighandler_t);
             }
         }
+        "rlimits" => {
+            let lower = |resource, to: libc::rlim_t| {
+                // SAFETY: getrlimit/setrlimit on this process, the behaviour under test.
+                unsafe {
+                    let mut limit: libc::rlimit = std::mem::zeroed();
+                    libc::getrlimit(resource, &raw mut limit);
+                    limit.rlim_cur = to;
+                    libc::setrlimit(resource, &raw const limit);
+                }
+            };
+            lower(libc::RLIMIT_NOFILE, 6);
+            lower(libc::RLIMIT_FSIZE, 1);
+        }
         _ => {}
     });
+}
+
+/// Writes through a null pointer.
+fn null_write() {
+    let null: *mut u8 = std::hint::black_box(std::ptr::null_mut());
+    // SAFETY: none — this is the planted fault.
+    unsafe { null.write_volatile(1) };
+}
+
+/// Forks a child that leaves through `exit(0)` (running the process's exit handlers) or, when
+/// `crash_in_child`, writes through a null pointer; waits for it, then runs `/bin/true`.
+fn fork_and_exec(crash_in_child: bool) {
+    // SAFETY: the child only calls exit or faults; the parent waits for it.
+    unsafe {
+        let child = libc::fork();
+        if child == 0 {
+            if crash_in_child {
+                null_write();
+            }
+            libc::exit(0);
+        }
+        if child > 0 {
+            let mut status = 0;
+            libc::waitpid(child, &raw mut status, 0);
+        }
+    }
+    let _ = std::process::Command::new("/bin/true").status();
 }
 
 labelfuzz::fuzz_target!(|data: &[u8]| {
     let how = std::env::var("HOSTILE").unwrap_or_default();
     misbehave_once(&how);
-    if how == "chatty" {
-        let _ = std::io::stdout().write_all(&[b'.'; 1 << 20]);
+    match how.as_str() {
+        "chatty" => {
+            let _ = std::io::stdout().write_all(&[b'.'; 1 << 20]);
+        }
+        "fork" => fork_and_exec(data.starts_with(b"FRK")),
+        "leak" => {
+            std::hint::black_box(Vec::leak(vec![1u8; 64 << 10]));
+        }
+        _ => {}
     }
     if data.len() >= 3 && data[0] == b'B' && data[1] == b'U' && data[2] == b'G' {
         panic!("the planted bug");
     }
     if data.len() >= 3 && data[0] == b'S' && data[1] == b'E' && data[2] == b'G' {
-        let null: *mut u8 = std::hint::black_box(std::ptr::null_mut());
-        // SAFETY: none — this is the planted fault.
-        unsafe { null.write_volatile(1) };
+        null_write();
+    }
+    if data.len() >= 3 && data[0] == b'T' && data[1] == b'H' && data[2] == b'R' {
+        let _ = std::thread::spawn(null_write).join();
+    }
+    if data.len() >= 3 && data[0] == b'H' && data[1] == b'N' && data[2] == b'G' {
+        let _ = std::thread::spawn(|| loop {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        })
+        .join();
     }
 });
