@@ -57,6 +57,10 @@ pub struct CrashRecord {
     pub file: String,
     /// The reproducer's length in bytes.
     pub len: usize,
+    /// The reproducer's bytes as written, to write again if the file goes missing (None in a
+    /// state saved before they were kept).
+    #[serde(default)]
+    pub bytes: Option<Vec<u8>>,
     /// Seconds from the start of the run to the first input showing this label.
     pub first_found_secs: f64,
     /// Executions from the start of the run to the first input showing this label.
@@ -144,6 +148,9 @@ impl SlowShrinkBudget {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CrashTable {
     records: BTreeMap<Label, CrashRecord>,
+    /// Reproducers written again because their file was deleted or replaced during the run.
+    #[serde(default)]
+    rewritten: usize,
 }
 
 impl_serdeany!(CrashTable);
@@ -188,6 +195,7 @@ impl CrashTable {
             key: Vec::new(),
             file: file.clone(),
             len: 0,
+            bytes: None,
             first_found_secs: found_secs,
             first_found_execs: found_execs,
             shrunk: false,
@@ -199,6 +207,7 @@ impl CrashTable {
         record.pattern = None;
         record.key = key.to_vec();
         record.len = bytes.len();
+        record.bytes = Some(bytes.to_vec());
         if info.kind == crate::labels::CrashKind::Panic {
             // The stack of the reproducer on disk, for libFuzzer-shaped reports.
             record.info.frames.clone_from(&info.frames);
@@ -283,6 +292,38 @@ impl CrashTable {
         if let Some(record) = self.records.get_mut(&label) {
             record.shrunk = true;
         }
+    }
+
+    /// Writes again every reproducer whose file was deleted, or replaced by something that
+    /// is not a simpler reproducer (another client's improvement is one), during the run;
+    /// returns the files written.
+    ///
+    /// # Errors
+    /// When a reproducer cannot be written (a full disk, a read-only directory).
+    pub fn put_back_reproducers(&mut self, out: &OutputDir) -> Result<Vec<String>, LabelfuzzError> {
+        let mut written = Vec::new();
+        for record in self.records.values() {
+            let Some(bytes) = &record.bytes else {
+                continue;
+            };
+            let path = out.root().join(&record.file);
+            let on_disk = std::fs::read(&path).ok();
+            if on_disk.as_ref() == Some(bytes)
+                || on_disk.is_some_and(|other| is_simpler(&other, bytes))
+            {
+                continue;
+            }
+            out.write_reproducer(Path::new(&record.file), bytes)?;
+            written.push(record.file.clone());
+        }
+        self.rewritten += written.len();
+        Ok(written)
+    }
+
+    /// How many reproducers [`CrashTable::put_back_reproducers`] wrote again in this run.
+    #[must_use]
+    pub fn rewritten(&self) -> usize {
+        self.rewritten
     }
 
     /// The records, by label.

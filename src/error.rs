@@ -57,7 +57,16 @@ impl fmt::Display for LabelfuzzError {
                 action,
                 path,
                 source,
-            } => write!(f, "cannot {action} {}: {source}", path.display()),
+            } => {
+                write!(f, "cannot {action} {}: {source}", path.display())?;
+                if source.kind() == io::ErrorKind::StorageFull {
+                    f.write_str(
+                        "; free some space and run the same command again: the run resumes \
+                         from its output directory",
+                    )?;
+                }
+                Ok(())
+            }
             LabelfuzzError::Usage(msg) => f.write_str(msg),
             LabelfuzzError::NotInstrumented => f.write_str(
                 "the target has no SanitizerCoverage edges: build it with `cargo make fuzz-target` \

@@ -96,6 +96,14 @@ pub struct Summary {
     /// [`crate::interference`]), e.g. `replaced the SIGSEGV handler`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_interference: Vec<String>,
+    /// Reproducers written again because their file was deleted or replaced during the run;
+    /// in a multi-core run, the sum over the clients.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reproducers_rewritten: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn one() -> usize {
@@ -152,6 +160,7 @@ impl Summary {
             clients: parts.len(),
             imported: parts.iter().map(|p| p.imported).sum(),
             learned_tokens: parts.iter().map(|p| p.learned_tokens).max().unwrap_or(0),
+            reproducers_rewritten: parts.iter().map(|p| p.reproducers_rewritten).sum(),
             target_interference: parts
                 .iter()
                 .flat_map(|p| p.target_interference.iter().cloned())
@@ -262,6 +271,12 @@ pub struct Records {
 }
 
 impl Reporter {
+    /// The output directory reports go to.
+    #[must_use]
+    pub fn output(&self) -> &OutputDir {
+        &self.out
+    }
+
     /// A reporter for `client`, writing under `out`; `quiet` silences the progress line.
     #[must_use]
     pub fn new(out: OutputDir, quiet: bool, client: Client) -> Self {
@@ -356,6 +371,9 @@ impl Reporter {
                 .metadata::<LearnedTokens>()
                 .map_or(0, |learned| learned.tokens().len()),
             target_interference: crate::interference::reported(),
+            reproducers_rewritten: state
+                .metadata::<CrashTable>()
+                .map_or(0, CrashTable::rewritten),
         }
     }
 
@@ -479,6 +497,7 @@ mod tests {
                 imported: 0,
                 learned_tokens: client,
                 target_interference: Vec::new(),
+                reproducers_rewritten: 0,
             };
             let text = serde_json::to_vec(&summary).unwrap();
             out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)

@@ -406,3 +406,126 @@ fn a_target_writing_a_mebibyte_per_execution_is_fuzzed_as_any_other() {
         .any(|r| r == b"BUG"));
     nothing_partial(&dir.join("out"));
 }
+
+/// Waits until `done` holds, up to `limit`; whether it did.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    done()
+}
+
+/// The reproducers in `out/crashes` (not their pattern files), by path.
+fn reproducer_files(out: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    files(&out.join("crashes"))
+        .into_iter()
+        .filter(|(path, _)| path.extension().is_none())
+        .collect()
+}
+
+/// Waits for a running fuzzer to have `count` reproducers in `out`, and for shrinking to leave
+/// them alone for a few seconds; returns them.
+fn settled_reproducers(out: &Path, count: usize) -> BTreeMap<PathBuf, Vec<u8>> {
+    assert!(
+        wait_until(Duration::from_secs(40), || reproducer_files(out).len()
+            >= count),
+        "{count} reproducers: {:?}",
+        reproducer_files(out)
+    );
+    let mut before = reproducer_files(out);
+    let _ = wait_until(Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_secs(2));
+        let now = reproducer_files(out);
+        std::mem::replace(&mut before, now.clone()) == now
+    });
+    before
+}
+
+#[test]
+fn a_reproducer_deleted_or_replaced_during_the_run_is_written_again() {
+    let fuzzer = build_fuzzer("planted");
+    let out = scratch("faults-deleted").join("out");
+    let out_arg = out.to_str().unwrap();
+    let running = Group::start(&fuzzer, &["-o", out_arg, "--max-time", "60", "--seed", "1"]);
+    let reproducers = || reproducer_files(&out);
+    let before = settled_reproducers(&out, 3);
+    let mut paths = before.keys();
+    let deleted = paths.next().expect("a reproducer").clone();
+    let replaced = paths.next().expect("another").clone();
+    std::fs::remove_file(&deleted).expect("delete");
+    std::fs::write(&replaced, b"not the reproducer, and longer than it").expect("replace");
+    assert!(
+        wait_until(Duration::from_secs(20), || reproducers() == before),
+        "written again: {:?}",
+        reproducers()
+    );
+    running.signal(libc::SIGINT);
+    let output = running.wait(Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for path in [&deleted, &replaced] {
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert!(
+            stderr.contains(&format!(
+                "crashes/{name} was deleted or replaced during the run"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(common::summary(&out)["reproducers_rewritten"].as_u64() >= Some(2));
+    nothing_lost_or_partial(&out, &before);
+}
+
+#[test]
+fn a_disk_filling_up_under_a_multi_core_run_stops_it_clearly_and_loses_nothing() {
+    let fuzzer = build_fuzzer("planted");
+    let dir = scratch("faults-disk-full");
+    let Some(disk) = common::Tmpfs::mount(&dir.join("disk"), "size=4m") else {
+        return;
+    };
+    let out = disk.0.join("out");
+    let running = Group::start(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--cores",
+            "0-1",
+            "--max-time",
+            "90",
+            "--seed",
+            "1",
+        ],
+    );
+    let before = settled_reproducers(&out, 3);
+    let mut filler = std::fs::File::create(disk.0.join("filler")).expect("a filler file");
+    while std::io::Write::write_all(&mut filler, &[0u8; 1 << 16]).is_ok() {}
+    drop(filler);
+    let output = running.wait(Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("No space left on device")
+            && stderr.contains("free some space and run the same command again"),
+        "{stderr}"
+    );
+    for (path, bytes) in &before {
+        assert_eq!(
+            std::fs::read(path).ok().as_ref(),
+            Some(bytes),
+            "{}",
+            path.display()
+        );
+    }
+    nothing_partial(&out);
+    // What is there is whole: the last summary written before the disk filled.
+    let summary = common::summary(&out);
+    assert!(
+        summary["crashes"].as_array().map_or(0, Vec::len) >= 3,
+        "{summary}"
+    );
+}

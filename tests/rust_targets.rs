@@ -668,50 +668,6 @@ fn unusual_corpus_files_are_named_in_warnings_and_the_rest_is_read() {
     );
 }
 
-/// A small tmpfs that tests can fill or make read-only; unmounted when dropped. None where
-/// mounting is not allowed (not root).
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path, options: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(dir).unwrap();
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        assert!(
-            mounted || !root,
-            "root could not mount a tmpfs on {}",
-            dir.display()
-        );
-        if !mounted {
-            eprintln!("not root: no tmpfs, so this test checks nothing here");
-        }
-        mounted.then(|| Tmpfs(dir.to_path_buf()))
-    }
-
-    fn remount(&self, options: &str) {
-        let status = std::process::Command::new("mount")
-            .args(["-o", &format!("remount,{options}")])
-            .arg(&self.0)
-            .status()
-            .expect("mount runs");
-        assert!(status.success(), "remount {options}");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_full_disk_keeps_the_crash_elsewhere_and_stops_with_a_clear_error() {
     let fuzzer = build_fuzzer("planted");
@@ -719,7 +675,7 @@ fn a_full_disk_keeps_the_crash_elsewhere_and_stops_with_a_clear_error() {
     let seeds = dir.join("seeds");
     std::fs::create_dir_all(&seeds).unwrap();
     std::fs::write(seeds.join("magic"), b"FUZZ").unwrap();
-    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "size=64k") else {
+    let Some(disk) = common::Tmpfs::mount(&dir.join("disk"), "size=64k") else {
         return;
     };
     // Fill it: the output directory can be created, but no byte can be written.
@@ -753,7 +709,7 @@ fn a_full_disk_keeps_the_crash_elsewhere_and_stops_with_a_clear_error() {
 fn a_read_only_output_directory_is_refused_before_fuzzing_and_left_as_it_was() {
     let fuzzer = build_fuzzer("planted");
     let dir = scratch("read-only");
-    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "size=1m") else {
+    let Some(disk) = common::Tmpfs::mount(&dir.join("disk"), "size=1m") else {
         return;
     };
     let out = disk.0.join("out");

@@ -74,9 +74,21 @@ where
             for id in ids {
                 state.solutions_mut().remove(id)?;
             }
+            // A reproducer deleted or replaced while the run lasts is written again.
+            if let Ok(table) = state.metadata_mut::<CrashTable>() {
+                let written = table
+                    .put_back_reproducers(self.reporter.output())
+                    .map_err(|e| Error::illegal_state(e.to_string()))?;
+                for file in written {
+                    crate::say!(
+                        "labelfuzz: {file} was deleted or replaced during the run; its \
+                         reproducer is written again"
+                    );
+                }
+            }
             self.reporter
                 .report(state)
-                .map_err(|e| Error::os_error(std::io::Error::other(e.to_string()), "reporting"))?;
+                .map_err(|e| Error::illegal_state(e.to_string()))?;
         }
         Ok(())
     }

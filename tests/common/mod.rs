@@ -292,3 +292,47 @@ pub fn run_expecting(
     assert_eq!(fuzzer_panics, 0, "{args:?}: {stderr}");
     stderr
 }
+
+/// A small tmpfs that tests can fill or make read-only; unmounted when dropped. None where
+/// mounting is not allowed (not root).
+pub struct Tmpfs(pub std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &std::path::Path, options: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            mounted || !root,
+            "root could not mount a tmpfs on {}",
+            dir.display()
+        );
+        if !mounted {
+            eprintln!("not root: no tmpfs, so this test checks nothing here");
+        }
+        mounted.then(|| Tmpfs(dir.to_path_buf()))
+    }
+
+    pub fn remount(&self, options: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{options}")])
+            .arg(&self.0)
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "remount {options}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
