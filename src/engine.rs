@@ -77,6 +77,9 @@ pub(crate) struct StartInputs {
     pub(crate) seeds: Vec<Vec<u8>>,
     /// Where an earlier run's time series in the same output directory ended.
     pub(crate) series: crate::stats::SeriesOffset,
+    /// Read again after a fuzzing process was killed without saving its state: every client
+    /// then starts from them, not only the first.
+    pub(crate) after_kill: bool,
 }
 
 /// The events a fuzzing process's manager handles.
@@ -353,7 +356,11 @@ fn start_inputs(
     out: &OutputDir,
 ) -> Vec<(Vec<u8>, Start)> {
     let nothing = StartInputs::default();
-    let start = if client.is_first() { start } else { &nothing };
+    let start = if client.is_first() || start.after_kill {
+        start
+    } else {
+        &nothing
+    };
     let previous = &start.previous;
     if !previous.corpus.is_empty() && !config.quiet {
         crate::say!(

@@ -529,3 +529,114 @@ fn a_disk_filling_up_under_a_multi_core_run_stops_it_clearly_and_loses_nothing()
         "{summary}"
     );
 }
+
+/// The running children of process `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            labelfuzz::process::status(child).is_some_and(|s| s.parent == pid && s.is_running())
+        })
+        .collect()
+}
+
+/// Sends `signal` to process `pid`.
+fn send(pid: u32, signal: i32) {
+    let pid = i32::try_from(pid).expect("pid fits");
+    // SAFETY: kill(2) on a process of the test's own run.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+/// Starts the planted target on `out`, on two cores when `cores`, for `secs` seconds, and
+/// waits for its three reproducers to settle.
+fn planted_run(out: &Path, cores: bool, secs: &str) -> (Group, BTreeMap<PathBuf, Vec<u8>>) {
+    let fuzzer = build_fuzzer("planted");
+    let mut args = vec![
+        "-o",
+        out.to_str().unwrap(),
+        "--max-time",
+        secs,
+        "--seed",
+        "1",
+    ];
+    if cores {
+        args.extend(["--cores", "0-1"]);
+    }
+    let running = Group::start(&fuzzer, &args);
+    let before = settled_reproducers(out, 3);
+    (running, before)
+}
+
+#[test]
+fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory() {
+    // SIGKILL, as the kernel's out-of-memory killer sends it: no state is saved, and LibAFL's
+    // supervisor alone would abort instead of starting another process.
+    for cores in [false, true] {
+        let out = scratch(&format!("faults-killed-client-{cores}")).join("out");
+        let (running, before) = planted_run(&out, cores, "40");
+        let supervisor = if cores {
+            children(running.pid())[0]
+        } else {
+            running.pid()
+        };
+        let client = children(supervisor)[0];
+        send(client, libc::SIGKILL);
+        assert!(
+            wait_until(Duration::from_secs(20), || children(supervisor)
+                .iter()
+                .any(|&c| c != client)),
+            "a new fuzzing process"
+        );
+        let output = running.wait(Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(
+            stderr
+                .matches("killed without saving its state (SIGKILL, or the kernel's out-of-memory killer); a new one starts from")
+                .count(),
+            1,
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked at"), "{stderr}");
+        nothing_lost_or_partial(&out, &before);
+        let summary = common::summary(&out);
+        assert_eq!(summary["clients"], if cores { 2 } else { 1 }, "{summary}");
+    }
+}
+
+#[test]
+fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly() {
+    let out = scratch("faults-killed-broker").join("out");
+    let (running, before) = planted_run(&out, true, "120");
+    running.signal_leader(libc::SIGKILL);
+    // `wait` fails unless every supervisor and client of the group ends within 10 s.
+    let output = running.wait(Duration::from_secs(20));
+    assert_eq!(output.status.code(), None, "killed");
+    nothing_lost_or_partial(&out, &before);
+    // Each client wrote its last summary on the way out.
+    for client in 1..=2 {
+        let path = out.join(format!("clients/{client}.json"));
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("a client summary"))
+                .expect("whole");
+        assert!(summary["executions"].as_u64() > Some(0), "{summary}");
+    }
+}
+
+#[test]
+fn a_supervisor_stopped_for_a_while_holds_nothing_up() {
+    let out = scratch("faults-stopped-supervisor").join("out");
+    let (running, before) = planted_run(&out, true, "30");
+    let supervisor = children(running.pid())[0];
+    send(supervisor, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(10));
+    send(supervisor, libc::SIGCONT);
+    let output = running.wait(Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    nothing_lost_or_partial(&out, &before);
+    assert_eq!(common::summary(&out)["clients"], 2);
+}

@@ -157,9 +157,15 @@ pub(crate) fn fuzz_on_cores(
             count,
         };
         super::die_with_supervisor();
-        finished = Some(run_client(
-            config, target, out, start, restored, manager, client,
-        ));
+        let mut manager = manager;
+        finished = Some(
+            super::start_after_kill(config, out, start, restored.is_some(), &mut manager).and_then(
+                |restarted| {
+                    let start = restarted.as_ref().unwrap_or(start);
+                    run_client(config, target, out, start, restored, manager, client)
+                },
+            ),
+        );
         Ok(())
     };
     let provider = StdShMemProvider::new()?;
@@ -179,7 +185,12 @@ pub(crate) fn fuzz_on_cores(
             }
             return Err(Error::shutting_down());
         };
+        // This process supervises one client; the launching process holds the broker. If
+        // that is killed, the run is over: stop the client cleanly rather than leave it
+        // fuzzing on as an orphan.
+        super::die_with_supervisor();
         super::share_seen_filter();
+        super::respawn::share_start_count();
         setup_restarting_mgr_llmp(
             provider.clone(),
             configuration,

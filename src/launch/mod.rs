@@ -5,6 +5,7 @@
 
 pub mod cores;
 pub(crate) mod link;
+pub(crate) mod respawn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -132,6 +133,7 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         previous,
         seeds,
         series,
+        after_kill: false,
     };
 
     crate::interrupt::install();
@@ -154,6 +156,7 @@ pub(crate) fn fuzz_in_one_process(
 ) -> Result<Outcome, LabelfuzzError> {
     let mut shmem_provider = StdShMemProvider::new()?;
     share_seen_filter();
+    respawn::share_start_count();
     let supervisor = std::process::id();
     let (restored, manager) =
         match SimpleRestartingEventManager::launch(NopMonitor::new(), &mut shmem_provider, true) {
@@ -179,11 +182,61 @@ pub(crate) fn fuzz_in_one_process(
             Err(e) => return Err(e.into()),
         };
     die_with_supervisor();
+    let mut manager = manager;
+    let restarted = start_after_kill(config, out, start, restored.is_some(), &mut manager)?;
+    let start = restarted.as_ref().unwrap_or(start);
     let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
     Ok(Outcome {
         summary,
         supervisor: false,
     })
+}
+
+/// In a fuzzing process that has just taken over its state: leaves the fresh-start record
+/// (see [`respawn`]), and when its predecessor was killed without saving any state, returns the
+/// start inputs read again from the output directory.
+///
+/// # Errors
+/// When the record cannot be written, the output directory cannot be read, or processes were
+/// killed on start too often ([`respawn::MOST_KILLED_STARTS`]).
+pub(crate) fn start_after_kill(
+    config: &Config,
+    out: &OutputDir,
+    start: &StartInputs,
+    restored: bool,
+    manager: &mut (impl respawn::LeaveFreshStart + libafl::events::SendExiting),
+) -> Result<Option<StartInputs>, LabelfuzzError> {
+    let this_start = respawn::this_start(restored);
+    manager.leave_fresh_start()?;
+    let respawn::Start::AfterKill(kills) = this_start else {
+        return Ok(None);
+    };
+    if kills > respawn::MOST_KILLED_STARTS {
+        crate::interrupt::mark_failed();
+        // Told, the supervisor ends instead of starting yet another process.
+        let _ = manager.send_exiting();
+        return Err(LabelfuzzError::Usage(format!(
+            "the fuzzing process was killed {kills} times without saving its state (SIGKILL, or \
+             the kernel's out-of-memory killer: see `dmesg`); stopping. Lower -rss_limit_mb \
+             below the memory this machine has, or give the run more"
+        )));
+    }
+    crate::say!(
+        "labelfuzz: the fuzzing process was killed without saving its state (SIGKILL, or the \
+         kernel's out-of-memory killer); a new one starts from {}",
+        out.root().display()
+    );
+    Ok(Some(StartInputs {
+        given: start.given.clone(),
+        previous: if config.mode.only_runs_inputs() {
+            start.previous.clone()
+        } else {
+            out.previous_run(config.max_len)?
+        },
+        seeds: start.seeds.clone(),
+        series: start.series,
+        after_kill: true,
+    }))
 }
 
 /// Asks the kernel to stop this fuzzing process (SIGTERM: a clean stop with its summary) when
