@@ -348,13 +348,16 @@ fn bench_empty(
 }
 
 /// Runs the sections named in `only` (`empty`, `planted`, `scaling`,
-/// `sql-hooks`, `soak`);
+/// `sql-hooks`, `soak`, `kill-trials`);
 /// returns their
 /// tables.
 pub fn run(only: &[String], work: &Path) -> String {
     let wanted = |section: &str| only.iter().any(|s| s == section);
     if wanted("soak") {
         return crate::scaling::soak(work);
+    }
+    if wanted("kill-trials") {
+        return crate::kill_trials::kill_trials(work);
     }
     if wanted("sql-hooks") {
         return sql_hooks(work);

@@ -24,7 +24,7 @@
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
-//! - `BENCH_ONLY=empty,planted,scaling` or `soak` runs those smaller sections instead (see
+//! - `BENCH_ONLY=empty,planted,scaling`, `soak` or `kill-trials` runs those smaller sections instead (see
 //!   `extras.rs` and `scaling.rs`);
 //! - `BENCH_ABLATION=cmp-progress,cmplog,havoc` runs labelfuzz with each named lever flipped
 //!   from its default beside labelfuzz as it ships, instead of the three fuzzers, and writes the
@@ -34,6 +34,7 @@
 mod ablation;
 mod extras;
 mod fuzzers;
+mod kill_trials;
 mod ledger;
 mod publish;
 mod report;
@@ -135,7 +136,8 @@ fn main() {
         .filter(|s| !s.is_empty())
         .collect();
     if !only.is_empty() {
-        let work = util::fresh_dir(&root().join("target/bench/extras"));
+        // One directory per choice of sections: a soak and the kill trials may run at once.
+        let work = util::fresh_dir(&root().join("target/bench/extras").join(only.join("-")));
         let text = extras::run(&only, &work);
         println!("{text}");
         std::fs::write(work.join("results.md"), &text).expect("results.md");
