@@ -73,6 +73,51 @@ fn write_all(fd: i32, bytes: &[u8]) {
     }
 }
 
+/// /dev/null, opened by [`keep_own_stderr`] (-1 until then).
+static NULL: AtomicI32 = AtomicI32::new(-1);
+
+/// Makes the fuzzer's messages go to a copy of stderr of their own (as `-close_fd_mask=2`
+/// does), so that descriptor 2 can be silenced around code that writes to it unasked (see
+/// [`silenced_stderr`]). Call once the fuzzing process has set up its descriptors.
+pub fn keep_own_stderr() {
+    // SAFETY: plain descriptor calls on this process's descriptors and a NUL-terminated path.
+    unsafe {
+        if OWN_STDERR.load(Ordering::Relaxed) == 2 {
+            let copy = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3);
+            if copy >= 0 {
+                OWN_STDERR.store(copy, Ordering::Relaxed);
+            }
+        }
+        if NULL.load(Ordering::Relaxed) < 0 {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            NULL.store(null, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `f` with descriptor 2 pointing at /dev/null, then puts it back. LibAFL 0.16.1's crash
+/// handler writes a debugging line to stderr on every crash; the fuzzer's own messages go to
+/// their copy meanwhile. Async-signal-safe (it only duplicates descriptors).
+pub fn silenced_stderr(f: impl FnOnce()) {
+    let null = NULL.load(Ordering::Relaxed);
+    if null < 0 || OWN_STDERR.load(Ordering::Relaxed) == 2 {
+        f();
+        return;
+    }
+    // SAFETY: fcntl and dup2 on this process's descriptors.
+    let saved = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
+    if saved < 0 || unsafe { libc::dup2(null, 2) } < 0 {
+        f();
+        return;
+    }
+    f();
+    // SAFETY: as above; `saved` is this function's own descriptor.
+    unsafe {
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+}
+
 /// Prints a line of the fuzzer's own, like `eprintln!`, even when `-close_fd_mask=2` silences
 /// the target's stderr.
 #[macro_export]

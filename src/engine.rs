@@ -341,6 +341,7 @@ fn prepare_fuzzing_process(config: &Config) {
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
         crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
     }
+    crate::console::keep_own_stderr();
     // Last: the descriptors and limits as the fuzzer wants them are what the target must keep.
     crate::interference::note_surroundings();
 }

@@ -473,7 +473,7 @@ extern "C" fn record_site(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             Some(previous) if previous.sa_flags & libc::SA_SIGINFO != 0 => {
                 let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
                     std::mem::transmute(previous.sa_sigaction);
-                handler(signal, info, context);
+                crate::console::silenced_stderr(|| handler(signal, info, context));
             }
             Some(previous) if previous.sa_sigaction == libc::SIG_IGN => {}
             Some(previous) if previous.sa_sigaction != libc::SIG_DFL => {

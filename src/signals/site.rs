@@ -47,7 +47,12 @@ impl SignalSite {
             return (String::new(), Vec::new());
         }
         let functions = self.functions();
-        let path = collapse_recursion(&function_path(&functions));
+        // Standard-library frames between the program's (an iterator adapter, a thread's
+        // start) differ between toolchains and say nothing of the bug.
+        let path: Vec<(usize, String)> = collapse_recursion(&function_path(&functions))
+            .into_iter()
+            .filter(|(_, name)| !is_standard_library_function(name))
+            .collect();
         let site_frames: Vec<usize> = path
             .iter()
             .take(SITE_FUNCTIONS)
@@ -141,6 +146,12 @@ impl SignalSite {
                 }
             })
             .filter(|(_, _, name)| !is_fuzzer_function(name))
+            .scan(false, |below_body, frame| {
+                let entry = *below_body && frame.2 == "LLVMFuzzerTestOneInput";
+                *below_body |= is_fuzz_target_body(&frame.2);
+                Some((!entry).then_some(frame))
+            })
+            .flatten()
             .collect()
     }
 
@@ -183,14 +194,26 @@ pub fn describe_frames(frames: &[usize]) -> String {
 #[must_use]
 pub fn is_fuzzer_function(name: &str) -> bool {
     // `labelfuzz`, `labelfuzz_harness`, `labelfuzz_sys` and the runtime's C entry points
-    // (`labelfuzz_rt_panicked`); `fuzz_target!` expands into the target's crate as
-    // `my_fuzz::__labelfuzz_sys_run`.
+    // (`labelfuzz_rt_panicked`); `fuzz_target!` expands into the target's crate with helpers
+    // (`my_fuzz::__labelfuzz_sys_typed`, `…_decode`, `…_debug_form`) around the target's own
+    // body, `my_fuzz::__labelfuzz_sys_run`, which is the program's code: faults happen there.
     const FUZZER_PREFIXES: [&str; 2] = ["labelfuzz", "libafl"];
+    const MACRO_HELPERS: [&str; 3] = [
+        "::__labelfuzz_sys_typed",
+        "::__labelfuzz_sys_decode",
+        "::__labelfuzz_sys_debug_form",
+    ];
     let name = name.trim_start_matches('<');
     FUZZER_PREFIXES
         .iter()
         .any(|prefix| name.starts_with(prefix))
-        || name.contains("::__labelfuzz")
+        || MACRO_HELPERS.iter().any(|helper| name.contains(helper))
+}
+
+/// Whether `name` is the body of a Rust `fuzz_target!` (whose caller, `LLVMFuzzerTestOneInput`,
+/// is then labelfuzz-sys's and the same for every bug).
+fn is_fuzz_target_body(name: &str) -> bool {
+    name.contains("::__labelfuzz_sys_run")
 }
 
 /// Whether `file`, a source file as debug information or a panic location names it, is Rust's
@@ -411,6 +434,22 @@ mod tests {
 
     fn names(path: &[(usize, String)]) -> Vec<&str> {
         path.iter().map(|(_, n)| n.as_str()).collect()
+    }
+
+    #[test]
+    fn the_fuzz_target_body_is_the_programs_and_its_wrappers_are_the_fuzzers() {
+        assert!(!is_fuzzer_function("my_fuzz::__labelfuzz_sys_run"));
+        assert!(!is_fuzzer_function(
+            "my_fuzz::__labelfuzz_sys_run::{{closure}}"
+        ));
+        assert!(is_fuzzer_function("my_fuzz::__labelfuzz_sys_typed"));
+        assert!(is_fuzzer_function("my_fuzz::__labelfuzz_sys_decode"));
+        assert!(is_fuzzer_function("labelfuzz_sys::run_target::{{closure}}"));
+        assert!(is_fuzzer_function(
+            "<labelfuzz::crash::CrashObserver as x>::post_exec"
+        ));
+        assert!(is_fuzz_target_body("my_fuzz::__labelfuzz_sys_run"));
+        assert!(!is_fuzzer_function("parse_term"));
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub fn restore_replaced() -> Vec<&'static str> {
         if crate::interference::first_report(crate::interference::Interference::ReplacedHandler(
             signal,
         )) {
-            eprintln!(
+            crate::say!(
                 "labelfuzz: the target replaced the {name} handler; labelfuzz put its own back, \
                  since with the target's a {what} would go unseen. If the target needs its \
                  handler, install it only outside fuzzing builds (#[cfg(not(fuzzing))], or \
