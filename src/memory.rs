@@ -66,6 +66,10 @@ pub fn start_watch(limit_mb: usize) {
             // memory still held: one interrupt per execution, never a second into the handler.
             let mut interrupted = None;
             let mut polls = 0u32;
+            // The last poll's (execution, resident MiB), and the resident size at the last
+            // poll of an execution before the current one.
+            let mut last_poll: Option<(u64, usize)> = None;
+            let mut before_this_execution = 0usize;
             loop {
                 std::thread::sleep(POLL);
                 polls = polls.wrapping_add(1);
@@ -75,6 +79,12 @@ pub fn start_watch(limit_mb: usize) {
                 let rss = resident_mb();
                 PEAK_RSS_MB.fetch_max(rss, Ordering::Relaxed);
                 let execution = crate::signals::target_entries();
+                if let Some((polled, resident)) = last_poll {
+                    if polled != execution {
+                        before_this_execution = resident;
+                    }
+                }
+                last_poll = Some((execution, rss));
                 if crate::signals::take_dropped_memory_interrupt() {
                     interrupted = None;
                 }
@@ -84,7 +94,10 @@ pub fn start_watch(limit_mb: usize) {
                     && interrupted != Some(execution)
                 {
                     interrupted = Some(execution);
-                    crate::signals::interrupt_for_memory(fuzzing_thread);
+                    // Within a tenth of the limit before this execution: it did not get there
+                    // alone.
+                    let grew_across = before_this_execution * 10 >= limit_mb * 9;
+                    crate::signals::interrupt_for_memory(fuzzing_thread, grew_across);
                 }
             }
         });

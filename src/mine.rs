@@ -86,6 +86,12 @@ pub struct MineOptions {
     #[arg(long, value_name = "BYTES", default_value_t = 4096)]
     pub max_len: usize,
 
+    /// Inputs mined at most: from more, this many spread evenly over them from shortest to
+    /// longest (mining runs the target for every merge it checks, and a long run's corpus has
+    /// thousands of inputs that mostly repeat each other's structure).
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    pub max_inputs: usize,
+
     /// Sentences generated from the mined grammar to measure its precision (0: none).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub precision: usize,
@@ -309,7 +315,15 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         names: HashMap::new(),
         overflows: 0,
     };
-    let inputs = read_all(&options.inputs, options.max_len)?;
+    let all = read_all(&options.inputs, options.max_len)?;
+    let inputs = spread_sample(all.clone(), options.max_inputs);
+    if inputs.len() < all.len() {
+        println!(
+            "mining from {} of {} inputs, from shortest to longest (--max-inputs)",
+            inputs.len(),
+            all.len()
+        );
+    }
     let traces: Vec<Trace> = inputs
         .iter()
         .filter_map(|input| recorder.run(input))
@@ -351,6 +365,23 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
     Ok(())
 }
 
+/// At most `most` of `inputs`: all of them when they are few enough, else that many spread
+/// evenly over them in shortlex order, the shortest and the longest included.
+fn spread_sample(mut inputs: Vec<Vec<u8>>, most: usize) -> Vec<Vec<u8>> {
+    if inputs.len() <= most {
+        return inputs;
+    }
+    inputs.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+    if most <= 1 {
+        inputs.truncate(most);
+        return inputs;
+    }
+    let last = inputs.len() - 1;
+    (0..most)
+        .map(|i| inputs[i * last / (most - 1)].clone())
+        .collect()
+}
+
 /// Each rule with the parse-tree nodes it matched and the target runs that checked it.
 fn print_support(support: &[mining::RuleSupport]) {
     println!("{:>7} {:>7}  rule", "nodes", "checks");
@@ -376,4 +407,26 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(&temporary, bytes)
         .and_then(|()| std::fs::rename(&temporary, path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread_sample;
+
+    #[test]
+    fn a_sample_spreads_from_the_shortest_input_to_the_longest() {
+        let inputs: Vec<Vec<u8>> = (0..10u8)
+            .rev()
+            .map(|n| vec![b'a'; usize::from(n)])
+            .collect();
+        let sample = spread_sample(inputs.clone(), 4);
+        let lengths: Vec<usize> = sample.iter().map(Vec::len).collect();
+        assert_eq!(lengths, [0, 3, 6, 9]);
+        assert_eq!(
+            spread_sample(inputs.clone(), 10).len(),
+            10,
+            "few enough: all"
+        );
+        assert_eq!(spread_sample(inputs, 1), [Vec::<u8>::new()]);
+    }
 }

@@ -96,6 +96,9 @@ pub enum AbortCause {
     Exit,
     /// The memory watcher stopped an execution over `--rss-limit-mb`.
     OutOfMemory,
+    /// The same, with the process already near the limit before the execution began: memory
+    /// grew across executions (a leak), and the input alone may stay under the limit.
+    MemoryGrowth,
 }
 
 /// The cause of an abort labelfuzz itself is about to raise (0: none, see [`note_abort`]).
@@ -121,6 +124,7 @@ pub fn take_dropped_memory_interrupt() -> bool {
 pub(super) static NOTED_ABORT: AtomicU8 = AtomicU8::new(0);
 pub(super) const NOTED_EXIT: u8 = 1;
 pub(super) const NOTED_OUT_OF_MEMORY: u8 = 2;
+pub(super) const NOTED_MEMORY_GROWTH: u8 = 3;
 
 /// Records why labelfuzz is about to abort the execution (before raising SIGABRT), so the crash
 /// label names the cause rather than wherever the target happened to be.
@@ -128,6 +132,7 @@ pub fn note_abort(cause: &AbortCause) {
     let code = match cause {
         AbortCause::Exit => NOTED_EXIT,
         AbortCause::OutOfMemory => NOTED_OUT_OF_MEMORY,
+        AbortCause::MemoryGrowth => NOTED_MEMORY_GROWTH,
         AbortCause::Fault | AbortCause::Sanitizer(_) => return,
     };
     NOTED_ABORT.store(code, Ordering::SeqCst);
@@ -252,16 +257,21 @@ pub(super) fn end_crash_handling(already_handling: bool) {
     }
 }
 
-/// Interrupts the target's thread because it went over the memory limit: notes the cause, then
+/// Interrupts the target's thread because it went over the memory limit (`grew_across_executions`:
+/// the process was near the limit before this execution began): notes the cause, then
 /// sends SIGABRT, which LibAFL's handler turns into a saved `oom` reproducer and a restart.
 ///
 /// Does nothing while a crash is being saved: naming that crash takes memory of its own (reading
 /// debug information), which is the fuzzer's, not the target's.
-pub fn interrupt_for_memory(thread: libc::pthread_t) {
+pub fn interrupt_for_memory(thread: libc::pthread_t, grew_across_executions: bool) {
     if HANDLING_CRASH.load(Ordering::SeqCst) {
         return;
     }
-    note_abort(&AbortCause::OutOfMemory);
+    note_abort(&if grew_across_executions {
+        AbortCause::MemoryGrowth
+    } else {
+        AbortCause::OutOfMemory
+    });
     // SAFETY: the caller passes a thread that lives as long as the process.
     unsafe { libc::pthread_kill(thread, libc::SIGABRT) };
 }
@@ -276,7 +286,10 @@ unsafe fn is_memory_interrupt(signal: libc::c_int, info: *const libc::siginfo_t)
     unsafe {
         (*info).si_code == libc::SI_TKILL
             && (*info).si_pid() == libc::getpid()
-            && NOTED_ABORT.load(Ordering::SeqCst) == NOTED_OUT_OF_MEMORY
+            && matches!(
+                NOTED_ABORT.load(Ordering::SeqCst),
+                NOTED_OUT_OF_MEMORY | NOTED_MEMORY_GROWTH
+            )
     }
 }
 
@@ -310,9 +323,10 @@ pub fn take_site() -> Option<SignalSite> {
     let cause = match NOTED_ABORT.swap(0, Ordering::SeqCst) {
         NOTED_EXIT => AbortCause::Exit,
         NOTED_OUT_OF_MEMORY => AbortCause::OutOfMemory,
+        NOTED_MEMORY_GROWTH => AbortCause::MemoryGrowth,
         _ => AbortCause::Fault,
     };
-    let frames = if cause == AbortCause::OutOfMemory {
+    let frames = if matches!(cause, AbortCause::OutOfMemory | AbortCause::MemoryGrowth) {
         Vec::new()
     } else {
         let count = LAST_FRAME_COUNT.load(Ordering::Relaxed).min(MAX_FRAMES);

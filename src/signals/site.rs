@@ -26,7 +26,7 @@ impl SignalSite {
         match self.cause {
             AbortCause::Sanitizer(_) => CrashKind::Sanitizer,
             AbortCause::Exit => CrashKind::Exit,
-            AbortCause::OutOfMemory => CrashKind::Oom,
+            AbortCause::OutOfMemory | AbortCause::MemoryGrowth => CrashKind::Oom,
             AbortCause::Fault if self.stack_overflow => CrashKind::StackOverflow,
             AbortCause::Fault => CrashKind::Signal,
         }
@@ -43,15 +43,26 @@ impl SignalSite {
     /// symbolized once for both.
     #[must_use]
     pub fn location_and_frames(&self) -> (String, Vec<usize>) {
-        if self.cause == AbortCause::OutOfMemory {
-            return (String::new(), Vec::new());
+        match self.cause {
+            AbortCause::OutOfMemory => return (String::new(), Vec::new()),
+            AbortCause::MemoryGrowth => {
+                return ("memory grew across executions".to_string(), Vec::new())
+            }
+            _ => {}
         }
         let functions = self.functions();
-        // Standard-library frames between the program's (an iterator adapter, a thread's
-        // start) differ between toolchains and say nothing of the bug.
+        // Standard-library frames below the program's first say how it reached the fault
+        // (`std::process::abort`); above it (an iterator adapter between two of the program's
+        // functions, a thread's start) they differ between toolchains and say nothing of it.
+        let mut in_program = false;
         let path: Vec<(usize, String)> = collapse_recursion(&function_path(&functions))
             .into_iter()
-            .filter(|(_, name)| !is_standard_library_function(name))
+            .filter(|(_, name)| {
+                let library = is_standard_library_function(name);
+                let keep = !library || !in_program;
+                in_program |= !library;
+                keep
+            })
             .collect();
         let site_frames: Vec<usize> = path
             .iter()
@@ -161,6 +172,10 @@ impl SignalSite {
         match &self.cause {
             AbortCause::Sanitizer(report) => format!("{}: {}", report.tool, report.bug),
             AbortCause::OutOfMemory => "out of memory (--rss-limit-mb)".into(),
+            AbortCause::MemoryGrowth => "out of memory (--rss-limit-mb): the process was near \
+                the limit before this input ran, so memory grew across executions (a leak, or a \
+                cache that never shrinks) and this input alone may stay under the limit"
+                .into(),
             AbortCause::Fault | AbortCause::Exit => self.signal_name(),
         }
     }
