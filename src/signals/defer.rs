@@ -153,7 +153,7 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
     }
     if super::target_running() && RETRIES.load(Ordering::Relaxed) < MAX_RETRIES {
         // SAFETY: the kernel passes a valid context to SA_SIGINFO handlers.
-        let (pc, _) = unsafe { super::interrupted_pc_sp(context) };
+        let (pc, _) = unsafe { super::handler::interrupted_pc_sp(context) };
         if saving_must_wait(pc) {
             RETRIES.fetch_add(1, Ordering::Relaxed);
             DEFERRED_FOR.store(execution, Ordering::Relaxed);
