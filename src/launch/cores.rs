@@ -223,13 +223,22 @@ pub(crate) fn fuzz_on_cores(
     if let Some(e) = broker_failure {
         return Err(LabelfuzzError::Broker(e.to_string()));
     }
+    launcher_outcome(launched, out, count)
+}
+
+/// What `Launcher::launch` returning means in a process that is not a fuzzing client: the
+/// launching process's end of the run, or a client's supervisor after its client finished.
+fn launcher_outcome(
+    launched: Result<(), Error>,
+    out: &OutputDir,
+    count: usize,
+) -> Result<Outcome, LabelfuzzError> {
     match launched {
         Ok(()) if crate::interrupt::failed() => Err(LabelfuzzError::FuzzerFailed),
         Ok(()) => Ok(Outcome {
             summary: merged_summary(out, count)?,
             supervisor: true,
         }),
-        // A client's supervisor, after its client finished.
         Err(Error::ShuttingDown) => std::process::exit(0),
         Err(e) => Err(e.into()),
     }

@@ -146,6 +146,17 @@ pub(super) extern "C" fn record_site(
         LAST_FAULT_IN_EXE.store(pc >= lo && pc < hi, Ordering::Relaxed);
         LAST_SIGNAL.store(signal, Ordering::Relaxed);
 
+        chain_to_previous(signal, info, context);
+        end_crash_handling(already_handling);
+    }
+}
+
+/// Hands the signal to the handler that was installed before ours (LibAFL's), or to the
+/// default action.
+unsafe fn chain_to_previous(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the previous action was read with sigaction; its handler has the signature its
+    // flags say, and is called as the kernel would.
+    unsafe {
         match PREVIOUS[signal as usize].get().copied() {
             Some(previous) if previous.sa_flags & libc::SA_SIGINFO != 0 => {
                 let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
@@ -163,6 +174,5 @@ pub(super) extern "C" fn record_site(
                 libc::raise(signal);
             }
         }
-        end_crash_handling(already_handling);
     }
 }
