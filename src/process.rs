@@ -1,8 +1,12 @@
 //! Other processes as Linux's `/proc/<pid>/stat` shows them: whether one still runs, and
-//! which process is its parent; and memory this process shares with the ones it forks.
+//! which process is its parent; memory this process shares with the ones it forks; and how
+//! many fuzzing processes a supervisor started, and why.
 //!
 //! A process that exited stays a zombie until its parent reaps it, and an orphan's new parent
 //! (PID 1 in many containers) may never do so: `/proc/<pid>` existing does not mean running.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// What `/proc/<pid>/stat` says about a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +64,56 @@ pub fn shared_page() -> Option<std::ptr::NonNull<std::ffi::c_void>> {
     } else {
         std::ptr::NonNull::new(page)
     }
+}
+
+/// Fuzzing processes this supervisor started, shared with them.
+static STARTS: OnceLock<&'static AtomicU64> = OnceLock::new();
+
+/// In a supervisor, before it starts its first fuzzing process: shares the count of starts.
+pub fn share_start_count() {
+    if let Some(page) = crate::process::shared_page() {
+        // SAFETY: the page is never unmapped, and zeroed, aligned memory is a valid AtomicU64.
+        let _ = STARTS.set(unsafe { page.cast::<AtomicU64>().as_ref() });
+    }
+}
+
+/// How a fuzzing process came to start (see `launch::respawn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The supervisor's first process.
+    First,
+    /// After a crash or timeout: the state it saved was handed over.
+    Restored,
+    /// After its predecessor was killed without saving any state (the `n`th such start).
+    AfterKill(u64),
+}
+
+/// What started this fuzzing process, given whether it was handed a state; counts the start.
+pub fn this_start(restored: bool) -> Start {
+    let Some(starts) = STARTS.get() else {
+        return if restored {
+            Start::Restored
+        } else {
+            Start::First
+        };
+    };
+    // The high half counts starts, the low half the starts after kills.
+    let before = starts.fetch_add(1 << 32, Ordering::SeqCst);
+    if restored {
+        Start::Restored
+    } else if before >> 32 == 0 {
+        Start::First
+    } else {
+        Start::AfterKill((starts.fetch_add(1, Ordering::SeqCst) & 0xffff_ffff) + 1)
+    }
+}
+
+/// How many fuzzing processes this one's supervisor started after a kill (0 outside a run).
+#[must_use]
+pub fn restarts_after_kill() -> usize {
+    STARTS.get().map_or(0, |starts| {
+        usize::try_from(starts.load(Ordering::Relaxed) & 0xffff_ffff).unwrap_or(usize::MAX)
+    })
 }
 
 #[cfg(test)]

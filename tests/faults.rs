@@ -610,6 +610,7 @@ fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory(
         nothing_lost_or_partial(&out, &before);
         let summary = common::summary(&out);
         assert_eq!(summary["clients"], if cores { 2 } else { 1 }, "{summary}");
+        assert_eq!(summary["restarts_after_kill"], 1, "{summary}");
     }
 }
 

@@ -11,9 +11,6 @@
 //! as a resumed run does. A count of the processes each supervisor started, in memory it
 //! shares with them, tells that start from the run's first one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-
 use libafl::events::{LlmpRestartingEventManager, SimpleRestartingEventManager};
 use libafl::inputs::BytesInput;
 use libafl::monitors::stats::ClientStats;
@@ -28,47 +25,7 @@ use crate::engine::State;
 /// restart for ever.
 pub(crate) const MOST_KILLED_STARTS: u64 = 100;
 
-/// Fuzzing processes this supervisor started, shared with them.
-static STARTS: OnceLock<&'static AtomicU64> = OnceLock::new();
-
-/// In a supervisor, before it starts its first fuzzing process: shares the count of starts.
-pub(crate) fn share_start_count() {
-    if let Some(page) = crate::process::shared_page() {
-        // SAFETY: the page is never unmapped, and zeroed, aligned memory is a valid AtomicU64.
-        let _ = STARTS.set(unsafe { page.cast::<AtomicU64>().as_ref() });
-    }
-}
-
-/// How a fuzzing process came to start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Start {
-    /// The supervisor's first process.
-    First,
-    /// After a crash or timeout: the state it saved was handed over.
-    Restored,
-    /// After its predecessor was killed without saving any state (the `n`th such start).
-    AfterKill(u64),
-}
-
-/// What started this fuzzing process, given whether it was handed a state; counts the start.
-pub(crate) fn this_start(restored: bool) -> Start {
-    let Some(starts) = STARTS.get() else {
-        return if restored {
-            Start::Restored
-        } else {
-            Start::First
-        };
-    };
-    // The high half counts starts, the low half the starts after kills.
-    let before = starts.fetch_add(1 << 32, Ordering::SeqCst);
-    if restored {
-        Start::Restored
-    } else if before >> 32 == 0 {
-        Start::First
-    } else {
-        Start::AfterKill((starts.fetch_add(1, Ordering::SeqCst) & 0xffff_ffff) + 1)
-    }
-}
+pub(crate) use crate::process::{share_start_count, this_start, Start};
 
 /// An event manager whose supervisor can be left a fresh-start record.
 pub(crate) trait LeaveFreshStart {

@@ -160,6 +160,7 @@ impl Reporter {
             reproducers_rewritten: state
                 .metadata::<CrashTable>()
                 .map_or(0, CrashTable::rewritten),
+            restarts_after_kill: crate::process::restarts_after_kill(),
         }
     }
 
@@ -284,6 +285,7 @@ mod tests {
                 learned_tokens: client,
                 target_interference: Vec::new(),
                 reproducers_rewritten: 0,
+                restarts_after_kill: 0,
             };
             let text = serde_json::to_vec(&summary).unwrap();
             out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)

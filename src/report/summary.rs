@@ -93,6 +93,11 @@ pub struct Summary {
     /// in a multi-core run, the sum over the clients.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reproducers_rewritten: usize,
+    /// Fuzzing processes started again after one was killed outright (SIGKILL, the kernel's
+    /// out-of-memory killer) without saving its state; in a multi-core run, the sum over the
+    /// clients.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts_after_kill: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -154,6 +159,7 @@ impl Summary {
             imported: parts.iter().map(|p| p.imported).sum(),
             learned_tokens: parts.iter().map(|p| p.learned_tokens).max().unwrap_or(0),
             reproducers_rewritten: parts.iter().map(|p| p.reproducers_rewritten).sum(),
+            restarts_after_kill: parts.iter().map(|p| p.restarts_after_kill).sum(),
             target_interference: parts
                 .iter()
                 .flat_map(|p| p.target_interference.iter().cloned())
