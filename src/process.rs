@@ -38,6 +38,18 @@ pub fn status(pid: u32) -> Option<ProcessStatus> {
     Some(ProcessStatus { state, parent })
 }
 
+/// The running children of process `pid`.
+#[must_use]
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| status(child).is_some_and(|s| s.parent == pid && s.is_running()))
+        .collect()
+}
+
 /// Whether process `pid` exists and is not a zombie.
 #[must_use]
 pub fn is_running(pid: u32) -> bool {

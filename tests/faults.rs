@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{build_fuzzer, run, run_bounded, scratch, Group};
+use labelfuzz::process::children;
 
 /// Every file under `dir` (recursively) with its bytes.
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -534,19 +535,6 @@ fn a_disk_filling_up_under_a_multi_core_run_stops_it_clearly_and_loses_nothing()
         summary["crashes"].as_array().map_or(0, Vec::len) >= 3,
         "{summary}"
     );
-}
-
-/// The running children of process `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| {
-            labelfuzz::process::status(child).is_some_and(|s| s.parent == pid && s.is_running())
-        })
-        .collect()
 }
 
 /// Sends `signal` to process `pid`.

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use labelfuzz::process::children;
+
 use crate::targets::build_labelfuzz;
 use crate::util::{env_secs, fresh_dir};
 
@@ -51,22 +53,22 @@ fn simpler_or_same(candidate: &[u8], than: &[u8]) -> bool {
     (candidate.len(), candidate) <= (than.len(), than)
 }
 
-/// The running children of `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| {
-            labelfuzz::process::status(child).is_some_and(|s| s.parent == pid && s.is_running())
-        })
-        .collect()
-}
-
 fn kill(pid: i32, signal: i32) {
     // SAFETY: kill(2) on a process (or, negative, the process group) this driver started.
     unsafe { libc::kill(pid, signal) };
+}
+
+/// The `faults` fuzzer on two cores for at most `secs` seconds, quiet, on `out`.
+fn two_core_run(fuzzer: &Path, out: &Path, secs: u64, seed: u64) -> Command {
+    let mut command = Command::new(fuzzer);
+    command
+        .args(["-q", "--cores", "0-1", "--timeout", "200"])
+        .args(["--max-time", &secs.to_string(), "--seed", &seed.to_string()])
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
 }
 
 /// A small deterministic generator (the trials are reproducible from `BENCH_SEED`).
@@ -114,20 +116,7 @@ pub(crate) fn kill_trials(work: &Path) -> String {
     let mut random = Lcg(env_secs("BENCH_SEED", 1));
     let mut tally = Tally::default();
     for trial in 0..trials {
-        let mut child = Command::new(&fuzzer)
-            .args([
-                "-q",
-                "--cores",
-                "0-1",
-                "--timeout",
-                "200",
-                "--max-time",
-                "60",
-            ])
-            .args(["--seed", &trial.to_string(), "-o"])
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let mut child = two_core_run(&fuzzer, &out, 60, trial)
             .process_group(0)
             .spawn()
             .expect("the fuzzer starts");
@@ -192,20 +181,7 @@ pub(crate) fn kill_trials(work: &Path) -> String {
         );
     }
     // A last run resumes from what the kills left and ends by itself.
-    let last = Command::new(&fuzzer)
-        .args([
-            "-q",
-            "--cores",
-            "0-1",
-            "--timeout",
-            "200",
-            "--max-time",
-            "20",
-            "-o",
-        ])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+    let last = two_core_run(&fuzzer, &out, 20, trials)
         .status()
         .expect("the last run starts");
     let leftovers = walk(&out)
