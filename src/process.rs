@@ -128,6 +128,11 @@ pub fn restarts_after_kill() -> usize {
     })
 }
 
+/// Held by the unit tests that start child processes: another test's child would be counted
+/// as one's own.
+#[cfg(test)]
+pub(crate) static TEST_CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +147,7 @@ mod tests {
 
     #[test]
     fn a_zombie_process_is_not_running() {
+        let _children = TEST_CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
         // A child that exited and was not waited for yet is a zombie until it is reaped.
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();

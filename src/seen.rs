@@ -155,6 +155,9 @@ mod tests {
 
     #[test]
     fn a_shared_filter_remembers_what_an_ended_process_ran() {
+        let _children = crate::process::TEST_CHILDREN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         share_across_restarts().unwrap();
         // SAFETY: a plain fork in a test; the child only uses its filter and exits.
         let child = unsafe { libc::fork() };
