@@ -624,12 +624,13 @@ fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly(
 #[test]
 fn a_supervisor_stopped_for_a_while_holds_nothing_up() {
     let out = scratch("faults-stopped-supervisor").join("out");
-    let (running, before) = planted_run(&out, true, "30");
+    let (running, before) = planted_run(&out, true, "100");
     let supervisor = children(running.pid())[0];
+    // A minute, as a machine under memory pressure or a debugger may hold one.
     send(supervisor, libc::SIGSTOP);
-    std::thread::sleep(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_secs(60));
     send(supervisor, libc::SIGCONT);
-    let output = running.wait(Duration::from_secs(60));
+    let output = running.wait(Duration::from_secs(100));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     nothing_lost_or_partial(&out, &before);
