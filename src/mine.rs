@@ -109,11 +109,26 @@ struct Recorder<'t> {
     names: HashMap<usize, String>,
     /// Records cut short for lack of room.
     overflows: usize,
+    /// Target runs so far, and when the last progress line was printed.
+    runs: usize,
+    said: std::time::Instant,
 }
+
+/// How often a mining run says how far it got.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Recorder<'_> {
     /// The trace of `input` if the target accepts it.
     fn run(&mut self, input: &[u8]) -> Option<Trace> {
+        self.runs += 1;
+        if self.said.elapsed() >= PROGRESS_EVERY {
+            self.said = std::time::Instant::now();
+            eprintln!(
+                "labelfuzz: mining: {} target runs so far ({} bytes in this one)",
+                self.runs,
+                input.len()
+            );
+        }
         let bytes = self.run_forked(input)?;
         let record: Record = postcard::from_bytes(&bytes).ok()?;
         self.overflows += usize::from(record.overflowed);
@@ -314,6 +329,8 @@ fn mine(options: &MineOptions, target: &mut dyn FnMut(&[u8])) -> Result<(), Stri
         base,
         names: HashMap::new(),
         overflows: 0,
+        runs: 0,
+        said: std::time::Instant::now(),
     };
     let all = read_all(&options.inputs, options.max_len)?;
     let inputs = spread_sample(all.clone(), options.max_inputs);
