@@ -8,8 +8,8 @@
 //! limit makes every save fail), and children it forks, which inherit the fuzzer's crash
 //! handlers and must not record crashes of their own. Each is checked after the target's 1st,
 //! 2nd, 4th... execution, before a reproducer or any other file is written, and when a crash is
-//! being saved (see `crash::run_catching_panics`); what was changed is put back and said once, and `summary.json` lists it under
-//! `target_interference`.
+//! being saved from a signal; what was changed is put back and said once, and `summary.json`
+//! lists it under `target_interference`.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -77,9 +77,9 @@ impl Interference {
     }
 }
 
-fn signal_name(signal: libc::c_int) -> String {
-    // SAFETY: strsignal returns a static or thread-local string, copied at once.
-    let text = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(signal)) };
+/// A signal's name as labels and messages give it: `SIGSEGV`, or `signal 34`.
+#[must_use]
+pub fn signal_name(signal: libc::c_int) -> String {
     match signal {
         libc::SIGSEGV => "SIGSEGV".into(),
         libc::SIGBUS => "SIGBUS".into(),
@@ -88,7 +88,7 @@ fn signal_name(signal: libc::c_int) -> String {
         libc::SIGABRT => "SIGABRT".into(),
         libc::SIGALRM => "SIGALRM".into(),
         libc::SIGTRAP => "SIGTRAP".into(),
-        _ => text.to_string_lossy().into_owned(),
+        other => format!("signal {other}"),
     }
 }
 

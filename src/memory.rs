@@ -6,7 +6,7 @@
 //! the fuzzing thread with SIGABRT: LibAFL's handler saves the input, and the restarting event
 //! manager starts a fresh process, which is the only sure way to give the memory back.
 //!
-//! The same thread puts back signal handlers the target replaced, every few polls.
+//! The same thread puts back what the target took away (see `interference`), every few polls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,12 +14,13 @@ use std::time::Duration;
 /// How often the watcher looks.
 const POLL: Duration = Duration::from_millis(20);
 
-/// Every how many polls the watcher also puts back signal handlers the target replaced.
+/// Every how many polls the watcher also puts back what the target took away (signal
+/// handlers, descriptors, limits).
 const HANDLER_CHECK_POLLS: u32 = 10;
 
 static PEAK_RSS_MB: AtomicUsize = AtomicUsize::new(0);
 
-/// Puts back the signal handlers the target replaced (see `signals::watch`). The fuzzing thread
+/// Puts back what the target took away (see `interference` and `signals::watch`). The fuzzing thread
 /// checks after executions; this catches a target that replaces a handler and then faults or
 /// hangs in the same execution, which never returns to be checked. A timeout the target's
 /// SIGALRM handler swallowed is sent again, now to the fuzzer's handler.

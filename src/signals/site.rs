@@ -7,15 +7,7 @@ impl SignalSite {
     /// The signal's name, e.g. `SIGSEGV`.
     #[must_use]
     pub fn signal_name(&self) -> String {
-        match self.signal {
-            libc::SIGSEGV => "SIGSEGV".into(),
-            libc::SIGBUS => "SIGBUS".into(),
-            libc::SIGILL => "SIGILL".into(),
-            libc::SIGFPE => "SIGFPE".into(),
-            libc::SIGABRT => "SIGABRT".into(),
-            libc::SIGTRAP => "SIGTRAP".into(),
-            other => format!("signal {other}"),
-        }
+        crate::interference::signal_name(self.signal)
     }
 
     /// The crash kind: a sanitizer's report, `exit()`, the memory limit, a stack overflow or

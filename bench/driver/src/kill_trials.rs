@@ -48,11 +48,6 @@ fn reproducers(out: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-/// Shortlex order, as the fuzzer's: shorter, or as long and smaller.
-fn simpler_or_same(candidate: &[u8], than: &[u8]) -> bool {
-    (candidate.len(), candidate) <= (than.len(), than)
-}
-
 fn kill(pid: i32, signal: i32) {
     // SAFETY: kill(2) on a process (or, negative, the process group) this driver started.
     unsafe { libc::kill(pid, signal) };
@@ -156,7 +151,7 @@ pub(crate) fn kill_trials(work: &Path) -> String {
             tally.reproducers_checked += 1;
             let kept = after
                 .get(path)
-                .is_some_and(|now| simpler_or_same(now, bytes));
+                .is_some_and(|now| now == bytes || labelfuzz::is_simpler(now, bytes));
             if !kept {
                 tally
                     .lost
