@@ -84,26 +84,43 @@ fn distinct(logged: Vec<libafl::observers::CmpValues>) -> Vec<libafl::observers:
     kept
 }
 
-/// How many corpus entries keep their traced operands between schedulings (the most recently
-/// traced ones): memory stays bounded however large the corpus grows.
-pub const TRACED_ENTRIES: usize = 2048;
+/// The memory the traced operands of recently scheduled corpus entries may take, in bytes. A
+/// count of entries was not enough: with a few hundred operands an entry (a SQL parser's), two
+/// thousand entries grew a process by 60 MiB over the first hour of a grammar run, as more and
+/// more of its corpus was scheduled once.
+pub const TRACED_BYTES: usize = 16 << 20;
 
-/// The traced comparison operands of the most recently scheduled corpus entries, newest last.
-/// A linear search over a few thousand ids per scheduled input costs nothing next to the
-/// executions the stage runs.
+/// The traced comparison operands of the most recently scheduled corpus entries, newest last,
+/// within [`TRACED_BYTES`]. A linear search over the ids per scheduled input costs nothing next
+/// to the executions the stage runs.
 #[derive(Debug, Default)]
-struct TracedCache(std::collections::VecDeque<(CorpusId, Vec<libafl::observers::CmpValues>)>);
+struct TracedCache {
+    entries: std::collections::VecDeque<(CorpusId, Vec<libafl::observers::CmpValues>)>,
+    bytes: usize,
+}
+
+/// What one entry's operands take in the cache.
+fn traced_bytes(list: &[libafl::observers::CmpValues]) -> usize {
+    std::mem::size_of_val(list) + std::mem::size_of::<(CorpusId, Vec<u8>)>()
+}
 
 impl TracedCache {
     fn take(&mut self, id: CorpusId) -> Option<Vec<libafl::observers::CmpValues>> {
-        let position = self.0.iter().position(|(entry, _)| *entry == id)?;
-        self.0.remove(position).map(|(_, list)| list)
+        let position = self.entries.iter().position(|(entry, _)| *entry == id)?;
+        let (_, list) = self.entries.remove(position)?;
+        self.bytes -= traced_bytes(&list);
+        Some(list)
     }
 
-    fn put(&mut self, id: CorpusId, list: Vec<libafl::observers::CmpValues>) {
-        self.0.push_back((id, list));
-        if self.0.len() > TRACED_ENTRIES {
-            self.0.pop_front();
+    fn put(&mut self, id: CorpusId, mut list: Vec<libafl::observers::CmpValues>) {
+        list.shrink_to_fit();
+        self.bytes += traced_bytes(&list);
+        self.entries.push_back((id, list));
+        while self.bytes > TRACED_BYTES {
+            let Some((_, oldest)) = self.entries.pop_front() else {
+                break;
+            };
+            self.bytes -= traced_bytes(&oldest);
         }
     }
 }
@@ -405,17 +422,19 @@ mod tests {
     }
 
     #[test]
-    fn the_traced_cache_keeps_the_most_recent_entries_only() {
+    fn the_traced_cache_keeps_the_most_recent_entries_within_its_memory() {
         let mut cache = TracedCache::default();
-        let list = || vec![CmpValues::U8((1, 2, false))];
-        for i in 0..3 * TRACED_ENTRIES {
+        let list = || vec![CmpValues::U8((1, 2, false)); MAX_TRACED_OPERANDS];
+        let fit = TRACED_BYTES / traced_bytes(&list());
+        for i in 0..3 * fit {
             cache.put(CorpusId(i), list());
             // The first entry is scheduled again and again: it stays.
             let first = cache.take(CorpusId(0)).expect("the first entry is kept");
             cache.put(CorpusId(0), first);
         }
-        assert_eq!(cache.0.len(), TRACED_ENTRIES);
+        assert_eq!(cache.entries.len(), fit);
+        assert!(cache.bytes <= TRACED_BYTES);
         assert!(cache.take(CorpusId(1)).is_none(), "old entries leave");
-        assert!(cache.take(CorpusId(3 * TRACED_ENTRIES - 1)).is_some());
+        assert!(cache.take(CorpusId(3 * fit - 1)).is_some());
     }
 }

@@ -16,7 +16,7 @@ use libafl::stages::Restartable;
 use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 
-pub use cmplog::{distinct_operands, CmpLogStage, MAX_TRACED_OPERANDS, TRACED_ENTRIES};
+pub use cmplog::{distinct_operands, CmpLogStage, MAX_TRACED_OPERANDS, TRACED_BYTES};
 pub use crash_shrink::CrashShrinkStage;
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;

@@ -86,6 +86,7 @@ where
                     );
                 }
             }
+            crate::memory::return_free_pages();
             self.reporter
                 .report(state)
                 .map_err(|e| Error::illegal_state(e.to_string()))?;
