@@ -1,16 +1,17 @@
 //! The benchmark's smaller sections, chosen with `BENCH_ONLY`: `empty` (each fuzzer's own cost
-//! per execution), `planted` (seconds to each planted bug and reproducer length), and the
-//! `scaling` and `soak` sections of [`crate::scaling`].
+//! per execution), `planted` (seconds to each planted bug and reproducer length), the
+//! `scaling` and `soak` sections of [`crate::scaling`] and the grammar sections of
+//! [`crate::grammars`].
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::targets::{build_labelfuzz, build_native, build_rust_twin, RustBuild};
-use crate::util::{env_secs, fresh_dir, root};
+use crate::targets::{build_labelfuzz, build_rust_twin, RustBuild};
+use crate::util::{env_secs, fresh_dir};
 
 /// The planted bugs, in the order the target checks them, with their shortlex-minimal inputs.
 const PLANTED_BUGS: [(&str, &[u8]); 3] = [
@@ -239,85 +240,6 @@ fn table(rows: &[Row], secs: u64, empty_secs: u64) -> String {
     t
 }
 
-/// The SQL grammar without its hooks: every `{"symbol": S, "hook": H}` token becomes `S`, so
-/// table and column names are whatever the names' own rules produce.
-fn without_hooks(grammar: &Value) -> Value {
-    match grammar {
-        Value::Object(map) if map.contains_key("hook") => match map.get("symbol") {
-            Some(symbol) => symbol.clone(),
-            None => {
-                let mut map = map.clone();
-                map.remove("hook");
-                Value::Object(map)
-            }
-        },
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), without_hooks(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_hooks).collect()),
-        other => other.clone(),
-    }
-}
-
-/// `BENCH_ONLY=sql-hooks`: SQLite in grammar mode with the SQL grammar (its hooks make
-/// statements name tables and columns that exist) and with the same grammar without hooks,
-/// `BENCH_SECS` each (default 600) for `BENCH_SEEDS` seeds (default 1), on one core; edges
-/// as labelfuzz counts them (same binary, same counter for both).
-fn sql_hooks(work: &Path) -> String {
-    let secs = env_secs("BENCH_SECS", 600);
-    let seeds = env_secs("BENCH_SEEDS", 1).max(1);
-    let fuzzer = build_native("sqlite", None);
-    let with = root().join("fuzzers/sql/grammar.json");
-    let text = std::fs::read_to_string(&with).expect("the SQL grammar");
-    let plain: Value =
-        without_hooks(&serde_json::from_str(&text).expect("the SQL grammar is JSON"));
-    let without = work.join("sql-without-hooks.json");
-    std::fs::write(&without, plain.to_string()).expect("write the grammar");
-    let mut t = format!(
-        "SQLite in grammar mode, {secs} s per run, {seeds} seed(s), one core; edges and labels \
-         as labelfuzz counts them (`BENCH_ONLY=sql-hooks cargo make bench`).\n\n\
-         | grammar | seed | edges | labels | executions | corpus |\n\
-         |---|---:|---:|---:|---:|---:|\n"
-    );
-    for seed in 1..=seeds {
-        for (name, grammar) in [("with hooks", &with), ("without hooks", &without)] {
-            eprintln!("bench: SQL grammar {name}, seed {seed}");
-            let out = fresh_dir(&work.join(format!("sql-{}-{seed}", name.replace(' ', "-"))));
-            let status = Command::new(&fuzzer)
-                .args([
-                    "-q",
-                    "--seed",
-                    &seed.to_string(),
-                    "--max-time",
-                    &secs.to_string(),
-                ])
-                .arg("--grammar")
-                .arg(grammar)
-                .arg("-o")
-                .arg(&out)
-                .stderr(Stdio::null())
-                .status()
-                .expect("the SQLite fuzzer runs");
-            assert!(
-                status.code().is_some_and(|c| c <= 1),
-                "SQLite fuzzer: {status}"
-            );
-            let summary = read_summary(&out);
-            let _ = writeln!(
-                t,
-                "| {name} | {seed} | {} | {} | {} | {} |",
-                summary["edges"],
-                summary["labels"],
-                summary["executions"],
-                summary["corpus"]["entries"]
-            );
-        }
-    }
-    t
-}
-
 /// The mixes of mutators compared: a name and the flags that select it.
 type Mixes<'a> = [(&'a str, &'a [&'a str]); 3];
 
@@ -347,10 +269,8 @@ fn bench_empty(
     rows.push(libfuzzer_row("empty", &run));
 }
 
-/// Runs the sections named in `only` (`empty`, `planted`, `scaling`,
-/// `sql-hooks`, `soak`, `kill-trials`);
-/// returns their
-/// tables.
+/// Runs the sections named in `only` (`empty`, `planted`, `scaling`, `sql-hooks`, `grammars`,
+/// `soak`, `kill-trials`); returns their tables.
 pub fn run(only: &[String], work: &Path) -> String {
     let wanted = |section: &str| only.iter().any(|s| s == section);
     if wanted("soak") {
@@ -360,7 +280,10 @@ pub fn run(only: &[String], work: &Path) -> String {
         return crate::kill_trials::kill_trials(work);
     }
     if wanted("sql-hooks") {
-        return sql_hooks(work);
+        return crate::grammars::sql_hooks(work);
+    }
+    if wanted("grammars") {
+        return crate::grammars::grammars(work);
     }
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);

@@ -34,6 +34,7 @@
 mod ablation;
 mod extras;
 mod fuzzers;
+mod grammars;
 mod kill_trials;
 mod ledger;
 mod publish;

@@ -143,10 +143,31 @@ impl Target {
 /// Builds a labelfuzz fuzzer from `fuzzers/<name>` (through `labelfuzz-build`, as `cargo
 /// labelfuzz build` does), into the shared `target/fuzz`.
 pub fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
+    build_with(
+        name,
+        labelfuzz_build::BuildOptions {
+            instrument: instrument.map(str::to_string),
+            ..labelfuzz_build::BuildOptions::default()
+        },
+    )
+}
+
+/// Builds `fuzzers/<name>` the way `cargo labelfuzz build` does in `mode` (a mining build with
+/// [`labelfuzz_build::Mode::Mine`]); returns the binary.
+pub fn build_labelfuzz_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
+    build_with(
+        name,
+        labelfuzz_build::BuildOptions {
+            mode,
+            ..labelfuzz_build::BuildOptions::default()
+        },
+    )
+}
+
+fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
     let options = labelfuzz_build::BuildOptions {
-        instrument: instrument.map(str::to_string),
         target_root: Some(root().join("target/fuzz")),
-        ..labelfuzz_build::BuildOptions::default()
+        ..options
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
     match labelfuzz_build::build(&manifest, &options) {
