@@ -47,6 +47,9 @@ pub struct Config {
     /// Comparison progress labels (equal outcomes and closest operands per site;
     /// `--cmp-progress 1`).
     pub cmp_progress: bool,
+    /// Expansions also append a run of one repeated byte and the input doubled
+    /// (`--regular-runs 1`).
+    pub regular_runs: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.

@@ -219,8 +219,9 @@ fn fuzz_until_done<EM: ClientManager>(
         config.cmplog,
         config.max_len,
     ));
-    let mut expand =
-        ExpandStage::new(considerer, config.max_len).with_dictionary(&config.dictionary);
+    let mut expand = ExpandStage::new(considerer, config.max_len)
+        .with_dictionary(&config.dictionary)
+        .with_regular_runs(config.regular_runs);
     if config.mode == Mode::Fuzz {
         reach_a_first_label(&mut expand, &config.limits, &mut run)?;
     }

@@ -1,7 +1,10 @@
 //! Expansion: the candidates tried from a label's best input, in order.
 //!
 //! First the input with a run of random bytes appended (1 to 1024 of them), then the input with
-//! each single byte value appended, 0 first. The single-byte expansions make the search climb one
+//! each single byte value appended, 0 first. With regular runs on (`--regular-runs 1`), the
+//! random run is followed by a run of one repeated byte (zero, 0xff or a random value) and by
+//! the input twice over: the long, regular data random bytes never are, which a compressor's
+//! match finder or a table of a declared size needs before its code runs. The single-byte expansions make the search climb one
 //! comparison at a time (`F`, `FU`, `FUZ`, ...), and trying them in increasing order means the
 //! first one that helps is already the shortlex-smallest. Last, with a dictionary, the input with
 //! each of its tokens appended, shortest first: a keyword the target compares whole is one step.
@@ -18,6 +21,8 @@ pub const MAX_RANDOM_APPEND: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     RandomRun,
+    RepeatedRun,
+    Doubled,
     Byte(u16),
     Token(usize),
     Done,
@@ -29,6 +34,7 @@ pub struct Expansions {
     step: Step,
     max_len: usize,
     bytes: bool,
+    regular_runs: bool,
     last_random: bool,
     tokens: Arc<[Vec<u8>]>,
 }
@@ -41,6 +47,7 @@ impl Expansions {
             step: Step::RandomRun,
             max_len,
             bytes: true,
+            regular_runs: false,
             last_random: false,
             tokens: Arc::new([]),
         }
@@ -53,6 +60,13 @@ impl Expansions {
         self
     }
 
+    /// Also appends a run of one repeated byte and the input itself after the random run.
+    #[must_use]
+    pub fn with_regular_runs(mut self, on: bool) -> Self {
+        self.regular_runs = on;
+        self
+    }
+
     /// The expansions of an input whose single-byte expansions were all tried before: only the
     /// random run is left (the others would be skipped as already run anyway).
     #[must_use]
@@ -61,6 +75,7 @@ impl Expansions {
             step: Step::RandomRun,
             max_len,
             bytes: false,
+            regular_runs: false,
             last_random: false,
             tokens: Arc::new([]),
         }
@@ -71,6 +86,15 @@ impl Expansions {
     #[must_use]
     pub fn last_was_random(&self) -> bool {
         self.last_random
+    }
+
+    /// The step after the appended runs: the single bytes, unless they were tried before.
+    fn after_runs(&self) -> Step {
+        if self.bytes {
+            Step::Byte(0)
+        } else {
+            Step::Done
+        }
     }
 
     /// Writes the next expansion of `base` into `out`; false when there are no more.
@@ -87,11 +111,33 @@ impl Expansions {
                 let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
                 out.extend_from_slice(base);
                 fill_random(rand, out, len);
-                self.step = if self.bytes {
-                    Step::Byte(0)
+                self.step = if self.regular_runs {
+                    Step::RepeatedRun
                 } else {
-                    Step::Done
+                    self.after_runs()
                 };
+                true
+            }
+            Step::RepeatedRun => {
+                let value = match rand.below(NonZeroUsize::new(3).expect("3 is non-zero")) {
+                    0 => 0,
+                    1 => 0xff,
+                    _ => rand.next() as u8,
+                };
+                let most = room.min(MAX_RANDOM_APPEND);
+                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
+                out.extend_from_slice(base);
+                out.resize(base.len() + len, value);
+                self.step = Step::Doubled;
+                true
+            }
+            Step::Doubled => {
+                self.step = self.after_runs();
+                if base.is_empty() {
+                    return self.next_into(base, rand, out);
+                }
+                out.extend_from_slice(base);
+                out.extend_from_slice(&base[..base.len().min(room)]);
                 true
             }
             Step::Byte(b) => {
@@ -195,6 +241,31 @@ mod tests {
         for (b, cand) in cands[1..].iter().enumerate() {
             assert_eq!(cand, &[b'a', b'b', b as u8]);
         }
+    }
+
+    #[test]
+    fn regular_runs_follow_the_random_run_when_asked_for() {
+        let mut rand = StdRand::with_seed(3);
+        let mut exp = Expansions::new(4096).with_regular_runs(true);
+        let mut cands = Vec::new();
+        let mut out = Vec::new();
+        while exp.next_into(b"ab", &mut rand, &mut out) {
+            cands.push(out.clone());
+        }
+        assert_eq!(cands.len(), 3 + 256);
+        let repeated = &cands[1][2..];
+        assert!(!repeated.is_empty() && repeated.iter().all(|&b| b == repeated[0]));
+        assert_eq!(cands[2], b"abab");
+        assert_eq!(cands[3], b"ab\x00");
+        // Off, the same random numbers give the same candidates as before the option existed.
+        assert_eq!(all(b"ab", 4096, 3)[0], {
+            let mut rand = StdRand::with_seed(3);
+            let mut out = Vec::new();
+            Expansions::new(4096)
+                .with_regular_runs(false)
+                .next_into(b"ab", &mut rand, &mut out);
+            out
+        });
     }
 
     #[test]

@@ -89,6 +89,13 @@ pub struct Options {
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmp_progress: u8,
 
+    /// Regular runs among the expansions (1: on, 0: off): after the random run, a run of one
+    /// repeated byte and the input twice over, the long regular data that compressors and
+    /// table readers need. Off by default: on the benchmark it gained on five targets and lost
+    /// on xz (docs/benchmark.md).
+    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub regular_runs: u8,
+
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
     /// parse them: cov is edges, ft is labels.
     #[arg(long)]

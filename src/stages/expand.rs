@@ -19,6 +19,8 @@ pub struct ExpandStage {
     tokens: std::sync::Arc<[Vec<u8>]>,
     base: Vec<u8>,
     candidate: Vec<u8>,
+    /// Also appends repeated-byte runs and the input doubled (`--regular-runs 1`).
+    regular_runs: bool,
     /// The last expansion pass ran out of [`PICK_TIME`] before trying them all.
     cut_short: bool,
 }
@@ -38,12 +40,20 @@ impl ExpandStage {
             tokens: std::sync::Arc::new([]),
             base: Vec::new(),
             candidate: Vec::new(),
+            regular_runs: false,
             cut_short: false,
         }
     }
 }
 
 impl ExpandStage {
+    /// Also appends a repeated-byte run and the input doubled after the random run.
+    #[must_use]
+    pub fn with_regular_runs(mut self, on: bool) -> Self {
+        self.regular_runs = on;
+        self
+    }
+
     /// Also appends each token of `dictionary` after the single bytes (shortest first).
     #[must_use]
     pub fn with_dictionary(mut self, dictionary: &[Vec<u8>]) -> Self {
@@ -75,7 +85,8 @@ impl ExpandStage {
             Expansions::random_only(self.max_len)
         } else {
             Expansions::new(self.max_len).with_tokens(self.tokens.clone())
-        };
+        }
+        .with_regular_runs(self.regular_runs);
         let started = Instant::now();
         while expansions.next_into(&self.base, run.state.rand_mut(), &mut self.candidate) {
             let improved =

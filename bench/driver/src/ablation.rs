@@ -1,4 +1,4 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog`): labelfuzz with one lever flipped from its
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,havoc,regular-runs,rare-schedule`): labelfuzz with one lever flipped from its
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each
 //! default is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
@@ -21,11 +21,23 @@ pub enum Lever {
     Cmplog,
     /// Havoc mutants after the expansions (`--havoc 0`).
     Havoc,
+    /// Repeated-byte runs and the doubled input among the expansions (off by default;
+    /// `--regular-runs 1`).
+    RegularRuns,
+    /// Labels picked by rarity and payoff instead of uniformly (off by default;
+    /// `--schedule rare`).
+    RareSchedule,
 }
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 3] = [Lever::CmpProgress, Lever::Cmplog, Lever::Havoc];
+    pub const ALL: [Lever; 5] = [
+        Lever::CmpProgress,
+        Lever::Cmplog,
+        Lever::Havoc,
+        Lever::RegularRuns,
+        Lever::RareSchedule,
+    ];
 
     /// The name `BENCH_ABLATION` takes.
     pub fn name(self) -> &'static str {
@@ -33,12 +45,17 @@ impl Lever {
             Lever::CmpProgress => "cmp-progress",
             Lever::Cmplog => "cmplog",
             Lever::Havoc => "havoc",
+            Lever::RegularRuns => "regular-runs",
+            Lever::RareSchedule => "rare-schedule",
         }
     }
 
     /// Whether labelfuzz ships with it on.
     pub fn on_by_default(self) -> bool {
-        !matches!(self, Lever::CmpProgress)
+        !matches!(
+            self,
+            Lever::CmpProgress | Lever::RegularRuns | Lever::RareSchedule
+        )
     }
 
     /// The flags that flip it from its default.
@@ -47,6 +64,8 @@ impl Lever {
             Lever::CmpProgress => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::Havoc => &["--havoc", "0"],
+            Lever::RegularRuns => &["--regular-runs", "1"],
+            Lever::RareSchedule => &["--schedule", "rare"],
         }
     }
 
@@ -56,6 +75,8 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::Havoc => "labelfuzz without havoc",
+            Lever::RegularRuns => "labelfuzz with regular runs",
+            Lever::RareSchedule => "labelfuzz with the rare schedule",
         }
     }
 
@@ -65,6 +86,8 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz-with-cmp-progress",
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::Havoc => "labelfuzz-no-havoc",
+            Lever::RegularRuns => "labelfuzz-with-regular-runs",
+            Lever::RareSchedule => "labelfuzz-with-rare-schedule",
         }
     }
 

@@ -24,9 +24,10 @@
 //! - `BENCH_PUBLISH=<file>` writes the tables and plots into that Markdown file between
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
-//! - `BENCH_ONLY=empty,planted,scaling`, `soak` or `kill-trials` runs those smaller sections instead (see
-//!   `extras.rs` and `scaling.rs`);
-//! - `BENCH_ABLATION=cmp-progress,cmplog,havoc` runs labelfuzz with each named lever flipped
+//! - `BENCH_ONLY=empty,planted,scaling`, `sql-hooks`, `grammars`, `soak` or `kill-trials` runs
+//!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`);
+//! - `BENCH_ABLATION=cmp-progress,cmplog,havoc,regular-runs,rare-schedule` runs labelfuzz with
+//!   each named lever flipped
 //!   from its default beside labelfuzz as it ships, instead of the three fuzzers, and writes the
 //!   ablation table
 //!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation:begin -->` and its end).
