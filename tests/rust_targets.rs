@@ -187,7 +187,7 @@ fn called_as_libfuzzer_the_first_corpus_directory_grows_and_reproducers_land_her
     let merged = work.join("merged");
     std::fs::create_dir_all(&merged).unwrap();
     let merge = || {
-        let result = std::process::Command::new(&fuzzer)
+        let child = std::process::Command::new(&fuzzer)
             .args([
                 "-merge=1",
                 merged.to_str().unwrap(),
@@ -195,12 +195,21 @@ fn called_as_libfuzzer_the_first_corpus_directory_grows_and_reproducers_land_her
                 "-q",
             ])
             .current_dir(&work)
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("the fuzzer runs");
-        assert!(
-            matches!(result.status.code(), Some(0 | 1)),
+        let scratch = std::env::temp_dir().join(format!("labelfuzz-merge-{}", child.id()));
+        let result = child.wait_with_output().expect("the fuzzer ends");
+        assert_eq!(
+            result.status.code(),
+            Some(0),
             "{}",
             String::from_utf8_lossy(&result.stderr)
+        );
+        assert!(
+            !scratch.exists(),
+            "the merge's scratch directory is removed"
         );
         std::fs::read_dir(&merged).unwrap().count()
     };

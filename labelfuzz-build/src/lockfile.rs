@@ -124,6 +124,7 @@ mod tests {
             b"version = 4\n\n[[package]]\nname = \"libfuzzer-sys\"\n"
         );
         assert!(!dir.join("saved").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -140,7 +141,9 @@ mod tests {
         let guard = LockGuard::take(&lock, &dir.join("saved")).unwrap();
         std::fs::write(&lock, b"patched").unwrap();
         std::mem::forget(guard); // killed before it could restore
-        let _next = LockGuard::take(&lock, &dir.join("saved")).unwrap();
+        let next = LockGuard::take(&lock, &dir.join("saved")).unwrap();
         assert_eq!(std::fs::read(&lock).unwrap(), b"original");
+        drop(next);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -334,6 +334,13 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
     let result = crate::launch::fuzz(&config, target);
     match result {
         Ok(outcome) => {
+            if options.merge && options.output.is_none() && outcome.supervisor {
+                // The merge's scratch directory holds nothing the user asked for, unless a
+                // crash's reproducer (named below): only then is it kept.
+                if outcome.summary.crashes.is_empty() {
+                    let _ = std::fs::remove_dir_all(&config.output);
+                }
+            }
             if options.print_final_stats && outcome.supervisor {
                 print_final_stats(&outcome.summary);
             }

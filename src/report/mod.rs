@@ -249,7 +249,8 @@ mod tests {
 
     #[test]
     fn merged_crash_lengths_are_those_of_the_files_on_disk() {
-        let dir = std::env::temp_dir().join(format!("labelfuzz-merge-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("labelfuzz-merged-summary-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let out = OutputDir::create(&dir).unwrap();
         std::fs::create_dir_all(dir.join("clients")).unwrap();
