@@ -60,6 +60,8 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                     "Cargo.toml",
                     "build.rs",
                     "src",
+                    "labelfuzz-core",
+                    "labelfuzz-grammar",
                     "harness",
                     "compiler-wrapper",
                     "labelfuzz-build",

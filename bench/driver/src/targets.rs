@@ -165,6 +165,7 @@ pub fn build_labelfuzz_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
 }
 
 fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
+    let _one_at_a_time = BuildLock::acquire();
     let options = labelfuzz_build::BuildOptions {
         target_root: Some(root().join("target/fuzz")),
         ..options
@@ -179,6 +180,7 @@ fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
 /// Builds a native C target with `fuzzers/<name>/build.sh` for labelfuzz (`None`) or a
 /// baseline (`NATIVE_BASELINE`); returns the binary.
 pub fn build_native(name: &str, baseline: Option<&str>) -> PathBuf {
+    let _one_at_a_time = BuildLock::acquire();
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("fuzzers").join(name).join("build.sh"))
         .stderr(Stdio::inherit());
@@ -206,6 +208,7 @@ pub enum RustBuild {
 
 /// Builds the Rust twins one way; returns the directory holding the binaries.
 pub fn build_rust_twin(how: RustBuild) -> PathBuf {
+    let _one_at_a_time = BuildLock::acquire();
     let common = ["--cfg fuzzing", "-Cdebug-assertions", "-Coverflow-checks"].join(" ");
     let (dir, flags, default_features) = match how {
         RustBuild::Libfuzzer => (
@@ -283,6 +286,7 @@ pub fn build_rust_twin(how: RustBuild) -> PathBuf {
 
 /// AFL++ 4.40c built from registry sources (`scripts/install-aflpp.sh`); its directory.
 pub fn install_aflpp() -> PathBuf {
+    let _one_at_a_time = BuildLock::acquire();
     let out = Command::new("bash")
         .arg(root().join("scripts/install-aflpp.sh"))
         .stderr(Stdio::inherit())

@@ -13,15 +13,24 @@ pub fn root() -> PathBuf {
 }
 
 /// A lock on `target/bench/build.lock`, held until dropped. Benches started at once (one a
-/// core, as the README suggests) share `target/`, and the build scripts are not safe to run
-/// twice at the same time: AFL++'s install, above all, builds in one fixed directory.
-pub struct BuildLock {
-    _held: std::fs::File,
-}
+/// core, as the README suggests, or a soak beside another section) share `target/`, and the
+/// build scripts are not safe to run twice at the same time: AFL++'s install, above all, builds
+/// in one fixed directory, and two links of one fuzzer would write the same file. Every build
+/// function takes it; taken again by the process that holds it (a target's five builds), it
+/// only counts.
+pub struct BuildLock(());
+
+/// The lock file this process holds, and how many guards share it.
+static HELD: std::sync::Mutex<(Option<std::fs::File>, usize)> = std::sync::Mutex::new((None, 0));
 
 impl BuildLock {
     /// Takes the lock, waiting (and saying so) while another bench holds it.
     pub fn acquire() -> BuildLock {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.1 += 1;
+        if held.0.is_some() {
+            return BuildLock(());
+        }
         let path = root().join("target/bench/build.lock");
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("target/bench");
@@ -41,7 +50,19 @@ impl BuildLock {
             }
             Err(std::fs::TryLockError::Error(e)) => panic!("locking {}: {e}", path.display()),
         }
-        BuildLock { _held: file }
+        held.0 = Some(file);
+        BuildLock(())
+    }
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.1 -= 1;
+        if held.1 == 0 {
+            // Closing the file releases the lock.
+            held.0 = None;
+        }
     }
 }
 
@@ -246,8 +267,11 @@ mod tests {
     #[test]
     fn a_second_bench_cannot_build_while_the_first_holds_the_lock() {
         let first = BuildLock::acquire();
+        // Taken again by the same process (a target's builds each take it): no deadlock.
+        let nested = BuildLock::acquire();
         let second =
             std::fs::File::open(root().join("target/bench/build.lock")).expect("lock file");
+        drop(nested);
         assert!(matches!(
             second.try_lock_shared(),
             Err(std::fs::TryLockError::WouldBlock)
