@@ -33,6 +33,7 @@ impl Runtime {
     /// once per machine and version; every later call returns at once).
     pub fn ensure() -> Result<Self, BuildError> {
         let versioned = cache::versioned()?;
+        cache::note_use(&versioned)?;
         let dir = versioned.join("runtime");
         // One target directory for every version, under the same lock: a new version
         // recompiles the engine, not LibAFL.
@@ -48,7 +49,17 @@ impl Runtime {
             let (archive, native_libs) = compile(&source_dir, &cache::root()?.join("target"))?;
             std::fs::create_dir_all(&dir).map_err(|e| BuildError::io("create", &dir, e))?;
             localize(&archive, &dir.join(ARCHIVE))?;
-            cache::write_atomically(&dir.join(NATIVE_LIBS), native_libs.as_bytes())
+            cache::write_atomically(&dir.join(NATIVE_LIBS), native_libs.as_bytes())?;
+            // A new version is in: the least recently used earlier ones go.
+            let removed = cache::prune_other_versions(&cache::root()?, sources::KEY);
+            if !removed.is_empty() {
+                eprintln!(
+                    "labelfuzz: removed {} earlier versions' runtimes from the cache (each is \
+                     built again if a project still uses it)",
+                    removed.len()
+                );
+            }
+            Ok(())
         })?;
         Ok(Self { dir })
     }
