@@ -65,7 +65,7 @@ pub fn prune_other_versions(root: &Path, current: &str) -> Vec<PathBuf> {
             (used, path)
         })
         .collect();
-    others.sort_by(|a, b| b.0.cmp(&a.0));
+    others.sort_by_key(|other| std::cmp::Reverse(other.0));
     others
         .into_iter()
         .skip(OTHER_VERSIONS_KEPT)
