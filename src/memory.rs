@@ -35,8 +35,8 @@ fn handlers_back(fuzzing_thread: libc::pthread_t) {
 
 /// Gives the pages of the allocator's free memory back to the system. A target that allocates
 /// and frees its own memory on every execution, between the fuzzer's longer-lived allocations,
-/// leaves holes in the heap that stay resident: a SQLite run had 30 MiB of them after five
-/// minutes, which looked like growth. Called between executions, every report.
+/// leaves holes in the heap that stay resident, which looks like growth over a long run (SQLite
+/// in grammar mode). Called between executions, every report.
 pub fn return_free_pages() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: glibc's malloc_trim takes the allocator's locks itself; no memory in use moves.

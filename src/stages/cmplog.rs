@@ -85,9 +85,9 @@ fn distinct(logged: Vec<libafl::observers::CmpValues>) -> Vec<libafl::observers:
 }
 
 /// The memory the traced operands of recently scheduled corpus entries may take, in bytes. A
-/// count of entries was not enough: with a few hundred operands an entry (a SQL parser's), two
-/// thousand entries grew a process by 60 MiB over the first hour of a grammar run, as more and
-/// more of its corpus was scheduled once.
+/// count of entries was not enough: with up to 512 operands of 72 bytes an entry (a SQL
+/// parser has that many), two thousand entries take up to 72 MiB, and a grammar run's process
+/// grew toward that over its first hour as more and more of its corpus was scheduled once.
 pub const TRACED_BYTES: usize = 16 << 20;
 
 /// The traced comparison operands of the most recently scheduled corpus entries, newest last,
