@@ -110,8 +110,25 @@ impl Node {
     /// The input positions `[from, to)` the node spans (its parts are never empty).
     #[must_use]
     pub fn span(&self) -> (usize, usize) {
-        let from = self.parts.first().map_or(0, |part| part.span().0);
-        let to = self.parts.last().map_or(0, |part| part.span().1);
+        // Down the first parts for the start and the last parts for the end: asking each part
+        // for its whole span would walk both edges of every subtree, exponential in the depth
+        // (a parser recursing once per element nests a node per element).
+        let mut first = self;
+        let from = loop {
+            match first.parts.first() {
+                None => break 0,
+                Some(Part::Byte(i)) => break *i,
+                Some(Part::Node(node)) => first = node,
+            }
+        };
+        let mut last = self;
+        let to = loop {
+            match last.parts.last() {
+                None => break 0,
+                Some(Part::Byte(i)) => break i + 1,
+                Some(Part::Node(node)) => last = node,
+            }
+        };
         (from, to)
     }
 
@@ -336,6 +353,28 @@ mod tests {
             })
             .collect();
         format!("{}({inner})", node.name)
+    }
+
+    #[test]
+    fn the_span_of_a_deep_chain_of_single_calls_takes_one_walk() {
+        // 64 invocations each calling the next, the innermost reading byte 3: asked of both
+        // ends at every level, the span took 2^64 steps.
+        let mut node = Node {
+            name: "f63".into(),
+            parts: vec![Part::Byte(3)],
+        };
+        for level in (0..63).rev() {
+            node = Node {
+                name: format!("f{level}"),
+                parts: vec![Part::Node(node)],
+            };
+        }
+        assert_eq!(node.span(), (3, 4));
+        let wider = Node {
+            name: "start".into(),
+            parts: vec![Part::Byte(2), Part::Node(node), Part::Byte(4)],
+        };
+        assert_eq!(wider.span(), (2, 5));
     }
 
     #[test]
