@@ -75,8 +75,8 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::Havoc => "labelfuzz without havoc",
-            Lever::RegularRuns => "labelfuzz with regular runs",
-            Lever::RareSchedule => "labelfuzz with the rare schedule",
+            Lever::RegularRuns => "labelfuzz with regular-runs",
+            Lever::RareSchedule => "labelfuzz with rare-schedule",
         }
     }
 
