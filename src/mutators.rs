@@ -107,8 +107,7 @@ impl Expansions {
         self.last_random = self.step == Step::RandomRun;
         match self.step {
             Step::RandomRun => {
-                let most = room.min(MAX_RANDOM_APPEND);
-                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
+                let len = run_len(rand, room);
                 out.extend_from_slice(base);
                 fill_random(rand, out, len);
                 self.step = if self.regular_runs {
@@ -124,8 +123,7 @@ impl Expansions {
                     1 => 0xff,
                     _ => rand.next() as u8,
                 };
-                let most = room.min(MAX_RANDOM_APPEND);
-                let len = 1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"));
+                let len = run_len(rand, room);
                 out.extend_from_slice(base);
                 out.resize(base.len() + len, value);
                 self.step = Step::Doubled;
@@ -168,6 +166,12 @@ impl Expansions {
             Step::Done => false,
         }
     }
+}
+
+/// The length of an appended run: 1 to [`MAX_RANDOM_APPEND`] bytes, at most `room` (> 0).
+fn run_len<R: Rand>(rand: &mut R, room: usize) -> usize {
+    let most = room.min(MAX_RANDOM_APPEND);
+    1 + rand.below(NonZeroUsize::new(most).expect("room is non-zero"))
 }
 
 /// Appends `len` random bytes to `out`, eight at a time.
@@ -221,8 +225,12 @@ mod tests {
     use super::*;
 
     fn all(base: &[u8], max_len: usize, seed: u64) -> Vec<Vec<u8>> {
+        every(Expansions::new(max_len), base, seed)
+    }
+
+    /// Every candidate `exp` gives for `base`, drawing from a generator seeded with `seed`.
+    fn every(mut exp: Expansions, base: &[u8], seed: u64) -> Vec<Vec<u8>> {
         let mut rand = StdRand::with_seed(seed);
-        let mut exp = Expansions::new(max_len);
         let mut out = Vec::new();
         let mut seen = Vec::new();
         while exp.next_into(base, &mut rand, &mut out) {
@@ -245,27 +253,17 @@ mod tests {
 
     #[test]
     fn regular_runs_follow_the_random_run_when_asked_for() {
-        let mut rand = StdRand::with_seed(3);
-        let mut exp = Expansions::new(4096).with_regular_runs(true);
-        let mut cands = Vec::new();
-        let mut out = Vec::new();
-        while exp.next_into(b"ab", &mut rand, &mut out) {
-            cands.push(out.clone());
-        }
+        let cands = every(Expansions::new(4096).with_regular_runs(true), b"ab", 3);
         assert_eq!(cands.len(), 3 + 256);
         let repeated = &cands[1][2..];
         assert!(!repeated.is_empty() && repeated.iter().all(|&b| b == repeated[0]));
         assert_eq!(cands[2], b"abab");
         assert_eq!(cands[3], b"ab\x00");
         // Off, the same random numbers give the same candidates as before the option existed.
-        assert_eq!(all(b"ab", 4096, 3)[0], {
-            let mut rand = StdRand::with_seed(3);
-            let mut out = Vec::new();
-            Expansions::new(4096)
-                .with_regular_runs(false)
-                .next_into(b"ab", &mut rand, &mut out);
-            out
-        });
+        assert_eq!(
+            all(b"ab", 4096, 3),
+            every(Expansions::new(4096).with_regular_runs(false), b"ab", 3)
+        );
     }
 
     #[test]
