@@ -332,7 +332,7 @@ fn fuzzing_state(
 /// What the fuzzing process sets up around the target before its first execution: the memory
 /// watcher, comparison labels, and closing the target's output.
 fn prepare_fuzzing_process(config: &Config) {
-    crate::guards::install_in_fuzzing_process(config.rss_limit_mb);
+    crate::guards::install_in_fuzzing_process(config.rss_limit_mb, config.timeout);
     if config.value_profile {
         crate::value_profile::enable();
     }

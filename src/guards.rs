@@ -8,10 +8,10 @@
 ///
 /// Call it once, after LibAFL's executor is built: the executor installs its own panic hook and
 /// signal handlers, and ours must come after them to run first and chain to them.
-pub fn install_in_fuzzing_process(rss_limit_mb: usize) {
+pub fn install_in_fuzzing_process(rss_limit_mb: usize, timeout: std::time::Duration) {
     crate::crash::install_panic_hook();
     crate::signals::install();
-    crate::signals::install_alarm_guard();
+    crate::signals::install_alarm_guard(timeout);
     crate::crash::install_exit_guard();
     crate::memory::start_watch(rss_limit_mb);
     crate::interrupt::install_in_fuzzer();

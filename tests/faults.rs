@@ -636,3 +636,67 @@ fn a_supervisor_stopped_for_a_while_holds_nothing_up() {
     nothing_lost_or_partial(&out, &before);
     assert_eq!(common::summary(&out)["clients"], 2);
 }
+
+/// Processes spinning on CPU 0 until dropped.
+struct Hogs(Vec<std::process::Child>);
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for hog in &mut self.0 {
+            let _ = hog.kill();
+            let _ = hog.wait();
+        }
+    }
+}
+
+/// `command`, made to run on CPU 0 only.
+fn on_cpu_zero(command: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sched_setaffinity on the child between fork and exec, with a set built there.
+    unsafe {
+        command.pre_exec(|| {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set)
+                != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_machine_that_keeps_the_fuzzer_waiting_for_a_cpu_does_not_make_hangs() {
+    // Each execution computes for 20 ms; nineteen spinning processes on the fuzzer's CPU leave
+    // it a twentieth of it, so an execution lasts about 400 ms of wall time, past the 150 ms
+    // timeout, while the target itself is never slow. Those are not hangs.
+    let fuzzer = build_fuzzer("hostile");
+    let dir = scratch("faults-starved");
+    let hogs = Hogs(
+        (0..19)
+            .map(|_| {
+                on_cpu_zero(std::process::Command::new("sh").args(["-c", "while :; do :; done"]))
+                    .spawn()
+                    .expect("sh starts")
+            })
+            .collect(),
+    );
+    let output = on_cpu_zero(&mut std::process::Command::new(fuzzer))
+        .args(["-q", "-o", "out", "--runs", "25", "--timeout", "150"])
+        .env("HOSTILE", "busy")
+        .current_dir(&dir)
+        .output()
+        .expect("the fuzzer starts");
+    drop(hogs);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary = common::summary(&dir.join("out"));
+    assert_eq!(summary["crashes"], serde_json::json!([]), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        summary["executions"].as_u64().unwrap_or(0) >= 25,
+        "{summary}"
+    );
+    nothing_partial(&dir.join("out"));
+}

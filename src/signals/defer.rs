@@ -38,7 +38,7 @@ const ALLOCATOR_FUNCTIONS: [&str; 14] = [
 /// How many innermost frames of the interrupted code are looked at.
 const FRAMES_LOOKED_AT: usize = 24;
 /// How long a deferred timeout waits before it is tried again.
-const RETRY_MICROS: libc::suseconds_t = 2_000;
+const RETRY_MICROS: u64 = 2_000;
 /// After this many retries in one execution the timeout is delivered whatever the target does
 /// (a target stuck inside its allocator for good is a hang too).
 const MAX_RETRIES: u32 = 2_500;
@@ -123,16 +123,16 @@ fn in_allocator_function(ip: usize) -> bool {
     ALLOCATOR_FUNCTIONS.iter().any(|f| f.as_bytes() == name)
 }
 
-/// Arms the process's real-time interval timer once, `RETRY_MICROS` from now (SIGALRM again).
-fn arm_retry() {
+/// Arms the process's real-time interval timer once, `micros` from now (SIGALRM again).
+fn arm_retry(micros: u64) {
     let timer = libc::itimerval {
         it_interval: libc::timeval {
             tv_sec: 0,
             tv_usec: 0,
         },
         it_value: libc::timeval {
-            tv_sec: 0,
-            tv_usec: RETRY_MICROS,
+            tv_sec: (micros / 1_000_000) as libc::time_t,
+            tv_usec: (micros % 1_000_000) as libc::suseconds_t,
         },
     };
     // SAFETY: setitimer with a valid value; ITIMER_REAL is not LibAFL's timer (a POSIX timer).
@@ -149,7 +149,17 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
             return; // armed for an execution that has ended since: nothing to time out
         }
     } else {
+        if DEFERRED_FOR.load(Ordering::Relaxed) == execution && super::target_running() {
+            return; // a retry is armed for this execution: it decides
+        }
         RETRIES.store(0, Ordering::Relaxed);
+    }
+    if super::target_running() {
+        if let super::starved::Verdict::WatchFor(nanos) = super::starved::verdict(execution) {
+            DEFERRED_FOR.store(execution, Ordering::Relaxed);
+            arm_retry(nanos / 1_000);
+            return;
+        }
     }
     if super::target_running() && RETRIES.load(Ordering::Relaxed) < MAX_RETRIES {
         // SAFETY: the kernel passes a valid context to SA_SIGINFO handlers.
@@ -157,7 +167,7 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
         if saving_must_wait(pc) {
             RETRIES.fetch_add(1, Ordering::Relaxed);
             DEFERRED_FOR.store(execution, Ordering::Relaxed);
-            arm_retry();
+            arm_retry(RETRY_MICROS);
             return;
         }
     }
@@ -177,9 +187,11 @@ extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, conte
 }
 
 /// Puts the allocator guard in front of the current SIGALRM handler (call after the executor
-/// is built, so that LibAFL's timeout handler is the one guarded).
-pub fn install_alarm_guard() {
+/// is built, so that LibAFL's timeout handler is the one guarded, on the fuzzing thread), with
+/// the executions' `timeout`.
+pub fn install_alarm_guard(timeout: std::time::Duration) {
     find_unwinder_object();
+    super::starved::set_up(timeout);
     // SAFETY: plain sigaction calls at start-up.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
@@ -250,7 +262,7 @@ mod tests {
                 0
             );
         }
-        install_alarm_guard();
+        install_alarm_guard(std::time::Duration::from_secs(3600));
         // SAFETY: the handler above runs on this thread before raise returns.
         assert_eq!(unsafe { libc::raise(libc::SIGALRM) }, 0);
         assert_eq!(SEEN_WHILE_SAVING.load(Ordering::SeqCst), 2);

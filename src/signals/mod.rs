@@ -11,6 +11,7 @@ mod handler;
 mod names;
 mod sanitizer;
 mod site;
+mod starved;
 mod watch;
 
 use std::ffi::c_void;
@@ -205,6 +206,7 @@ pub fn install() {
 pub fn mark_target_entry(frame_address: usize) {
     TARGET_ENTRY.store(frame_address, Ordering::Relaxed);
     TARGET_ENTRIES.fetch_add(1, Ordering::Relaxed);
+    starved::execution_starts();
     // Relaxed: read on this thread (its signal handlers) or by the watcher, which tolerates
     // a stale value for a poll; this runs once per execution.
     TARGET_RUNNING.store(true, Ordering::Relaxed);

@@ -122,8 +122,8 @@ struct SoakRun {
     mode: &'static str,
     child: std::process::Child,
     out: std::path::PathBuf,
-    /// (minute, RSS total MiB) of every sample, for the growth figure.
-    rss: Vec<(f64, u64)>,
+    /// (minute, RSS total MiB, largest process MiB) of every sample, for the growth figures.
+    rss: Vec<(f64, u64, u64)>,
     table: String,
 }
 
@@ -187,7 +187,7 @@ impl SoakRun {
         );
         eprintln!("soak ({}): {line}", self.mode);
         let _ = writeln!(self.table, "{line}");
-        self.rss.push((minute, total));
+        self.rss.push((minute, total, largest));
     }
 
     /// The table, the final summary and the change of resident memory from minute 30 (or the
@@ -210,11 +210,11 @@ impl SoakRun {
         let from = self
             .rss
             .iter()
-            .find(|(minute, _)| *minute >= 29.5)
+            .find(|(minute, _, _)| *minute >= 29.5)
             .or(self.rss.first());
-        if let (Some(&(m0, r0)), Some(&(m1, r1))) = (from, self.rss.last()) {
-            let lo = self.rss.iter().filter(|(m, _)| *m >= m0).map(|s| s.1).min();
-            let hi = self.rss.iter().filter(|(m, _)| *m >= m0).map(|s| s.1).max();
+        if let (Some(&(m0, r0, _)), Some(&(m1, r1, _))) = (from, self.rss.last()) {
+            let lo = self.rss.iter().filter(|s| s.0 >= m0).map(|s| s.1).min();
+            let hi = self.rss.iter().filter(|s| s.0 >= m0).map(|s| s.1).max();
             let _ = writeln!(
                 t,
                 "RSS total from minute {m0:.0} to {m1:.0}: {r0} → {r1} MiB ({:+.1} %); lowest {} \
@@ -224,6 +224,38 @@ impl SoakRun {
                 hi.unwrap_or(0),
                 (hi.unwrap_or(0) as f64 / lo.unwrap_or(1).max(1) as f64 - 1.0) * 100.0,
             );
+        }
+        t.push_str(&self.window_peaks());
+        t
+    }
+
+    /// The highest readings in each half hour. A client restarts after every crash or timeout
+    /// and comes back small, so single readings jump down and up again; growth shows as peaks
+    /// that rise from one half hour to the next.
+    fn window_peaks(&self) -> String {
+        let mut t = String::from(
+            "\n| minutes | samples | highest RSS total MiB | highest largest process MiB |\n\
+             |---|---:|---:|---:|\n",
+        );
+        let last = self.rss.last().map_or(0.0, |s| s.0);
+        let mut start = 0.0;
+        while start < last {
+            let window: Vec<_> = self
+                .rss
+                .iter()
+                .filter(|s| s.0 >= start && s.0 < start + 30.0)
+                .collect();
+            if !window.is_empty() {
+                let _ = writeln!(
+                    t,
+                    "| {start:.0}–{:.0} | {} | {} | {} |",
+                    start + 30.0,
+                    window.len(),
+                    window.iter().map(|s| s.1).max().unwrap_or(0),
+                    window.iter().map(|s| s.2).max().unwrap_or(0),
+                );
+            }
+            start += 30.0;
         }
         t
     }

@@ -7,7 +7,9 @@
 //!   execution;
 //! - `fork`: forks a child on every execution that returns through `exit(0)` (or, for an input
 //!   starting with `FRK`, writes through a null pointer), and runs `/bin/true` (fork and exec);
-//! - `leak`: leaks 64 KiB on every execution.
+//! - `leak`: leaks 64 KiB on every execution;
+//! - `busy`: computes for 20 ms of its own CPU time on every execution (a slow target, for runs
+//!   on a machine that keeps the fuzzer waiting for a CPU).
 //!
 //! Its planted bugs: an input starting with `BUG` panics; one starting with `SEG` writes through
 //! a null pointer (SIGSEGV, which a replaced handler would hide); `THR` does the same null write
@@ -60,6 +62,23 @@ fn misbehave_once(how: &str) {
     });
 }
 
+/// Spins until this thread has used `millis` of CPU time.
+fn compute_for(millis: i64) {
+    let cpu_now = || {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime with a valid out-parameter.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) };
+        now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
+    };
+    let until = cpu_now() + millis;
+    while cpu_now() < until {
+        std::hint::spin_loop();
+    }
+}
+
 /// Writes through a null pointer.
 fn null_write() {
     let null: *mut u8 = std::hint::black_box(std::ptr::null_mut());
@@ -98,6 +117,7 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
         "leak" => {
             std::hint::black_box(Vec::leak(vec![1u8; 64 << 10]));
         }
+        "busy" => compute_for(20),
         _ => {}
     }
     if data.len() >= 3 && data[0] == b'B' && data[1] == b'U' && data[2] == b'G' {
