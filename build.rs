@@ -1,5 +1,4 @@
-//! Records which rustc built labelfuzz, and compiles the comparison interceptors
-//! (`src/cmp_interceptors.c`) and SanitizerCoverage's comparison callbacks (`src/sancov_cmp.c`).
+//! Records which rustc built labelfuzz (the C parts are `labelfuzz-runtime`'s).
 //!
 //! SanitizerCoverage instrumentation of a Rust target is done by the same rustc (and so the same
 //! LLVM) that compiles labelfuzz; when coverage looks wrong, the first question is which
@@ -26,20 +25,4 @@ fn main() {
     // By absolute path: a build directory shared with another checkout (CI's clean clone)
     // must not keep handing out that checkout's path once it is gone.
     println!("cargo:rerun-if-changed={source}/Cargo.toml");
-
-    // The comparison interceptors go into every fuzzer whole: nothing refers to them by name,
-    // they replace libc's routines by being linked into the executable.
-    println!("cargo:rerun-if-changed=src/cmp_interceptors.c");
-    println!("cargo:rerun-if-changed=src/sancov_cmp.c");
-    println!("cargo:rerun-if-changed=src/mine_trace.c");
-    cc::Build::new()
-        .file("src/cmp_interceptors.c")
-        .file("src/sancov_cmp.c")
-        .file("src/mine_trace.c")
-        .flag("-fno-omit-frame-pointer")
-        .flag("-Wno-frame-address")
-        .opt_level(3)
-        .flag("-fno-builtin")
-        .link_lib_modifier("+whole-archive")
-        .compile("labelfuzz_cmp_interceptors");
 }

@@ -36,10 +36,8 @@
 //! crates (through `labelfuzz-sys`) link.
 
 pub mod cli;
-pub mod cmp_progress;
 pub mod config;
 pub mod consider;
-pub mod console;
 pub mod coverage;
 pub mod crash;
 pub mod crashes;
@@ -49,7 +47,6 @@ pub mod error;
 pub mod feedback;
 pub mod guards;
 pub mod html_report;
-pub mod interference;
 pub mod interrupt;
 pub mod launch;
 /// The labels of an execution (from `labelfuzz-core`).
@@ -65,22 +62,23 @@ pub use labelfuzz_grammar::pattern;
 /// Grammars specialised by patterns (from `labelfuzz-grammar`).
 pub use labelfuzz_grammar::specialise;
 pub mod learned_tokens;
-pub mod memory;
 pub mod mine;
 pub mod mutators;
 pub mod output;
-pub mod process;
 pub mod progress;
-pub mod reject;
 pub mod report;
 pub mod scheduler;
 pub mod seen;
-pub mod signals;
 pub mod stages;
 pub mod stats;
-pub mod symbols;
 pub mod table;
 pub mod value_profile;
+
+/// The runtime's parts (from `labelfuzz-runtime`): crash sites, the memory watcher, what the
+/// target does to its process, comparison progress, the fuzzer's own messages.
+pub use labelfuzz_runtime::{
+    cmp_progress, console, interference, memory, process, reject, say, signals, symbols,
+};
 
 pub use cli::{main_for_target, main_for_typed_target, Options};
 pub use config::Config;
@@ -100,3 +98,8 @@ pub const BUILD_INFO: &str = concat!(
     env!("LABELFUZZ_RUSTC_VERSION"),
     ")"
 );
+
+/// Held by the unit tests that start child processes: another test's child would be counted
+/// as one's own.
+#[cfg(test)]
+pub(crate) static TEST_CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn a_shared_filter_remembers_what_an_ended_process_ran() {
-        let _children = crate::process::TEST_CHILDREN
+        let _children = crate::TEST_CHILDREN
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         share_across_restarts().unwrap();

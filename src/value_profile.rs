@@ -9,7 +9,7 @@
 
 use crate::labels::Label;
 
-// Whether comparisons are labels in this process: the comparison callbacks (src/sancov_cmp.c)
+// Whether comparisons are labels in this process: the comparison callbacks (labelfuzz-runtime/src/sancov_cmp.c)
 // fill the value-profile map only while it is set, and labelfuzz reads the map only then.
 extern "C" {
     static mut labelfuzz_value_profile_enabled: u8;
@@ -20,13 +20,13 @@ fn enabled() -> bool {
     unsafe { std::ptr::addr_of!(labelfuzz_value_profile_enabled).read() != 0 }
 }
 
-// src/sancov_cmp.c writes LibAFL's maps with the sizes it assumes.
+// labelfuzz-runtime/src/sancov_cmp.c writes LibAFL's maps with the sizes it assumes.
 const _: () = assert!(libafl_targets::CMP_MAP_SIZE == 65_536);
 const _: () = assert!(libafl_targets::CMPLOG_MAP_W == 65_536);
 const _: () = assert!(libafl_targets::CMPLOG_MAP_H == 32);
 const _: () = assert!(
     std::mem::size_of::<libafl_targets::CmpLogMap>() == 65_536 * 4 + 65_536 * 32 * 24,
-    "LibAFL's CmpLog map is not the layout src/sancov_cmp.c writes"
+    "LibAFL's CmpLog map is not the layout labelfuzz-runtime/src/sancov_cmp.c writes"
 );
 
 /// Makes comparisons labels from now on.

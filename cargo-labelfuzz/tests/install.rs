@@ -8,9 +8,10 @@ use std::process::{Command, Output};
 
 use common::{assert_git_clean, checked, project, repo};
 
-const PACKAGES: [&str; 7] = [
+const PACKAGES: [&str; 8] = [
     "labelfuzz-core",
     "labelfuzz-grammar",
+    "labelfuzz-runtime",
     "labelfuzz",
     "labelfuzz-harness",
     "labelfuzz-sys",

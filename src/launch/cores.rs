@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn a_process_without_children_has_no_live_children() {
-        let _children = crate::process::TEST_CHILDREN
+        let _children = crate::TEST_CHILDREN
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         assert!(!has_live_children());

@@ -62,6 +62,7 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                     "src",
                     "labelfuzz-core",
                     "labelfuzz-grammar",
+                    "labelfuzz-runtime",
                     "harness",
                     "compiler-wrapper",
                     "labelfuzz-build",

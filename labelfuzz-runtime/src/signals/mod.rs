@@ -23,7 +23,7 @@ use names::is_fuzz_target_body;
 pub use names::{in_standard_library, is_fuzzer_function, is_standard_library_function};
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
 use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
-pub(crate) use site::frame_lines;
+pub use site::frame_lines;
 pub use site::{
     collapse_recursion, current_stack, describe_frames, recursive_cycle, stack_lines, StackLine,
 };

@@ -211,7 +211,7 @@ pub struct StackLine {
 
 /// The functions at `frame` (an offset in the executable), innermost inlined call first and
 /// the real function last; empty when nothing is known of it.
-pub(crate) fn frame_lines(frame: usize) -> Vec<StackLine> {
+pub fn frame_lines(frame: usize) -> Vec<StackLine> {
     super::locate_executable();
     let address = EXE_BASE.load(Ordering::Relaxed) + frame;
     let mut lines = Vec::new();
