@@ -246,9 +246,6 @@ pub fn install_exit_guard() {
 pub fn run_catching_panics(target: &mut dyn FnMut(&[u8]), data: &[u8]) -> ExitKind {
     let entry_marker = 0u8;
     crate::signals::mark_target_entry(std::hint::black_box(&raw const entry_marker) as usize);
-    let _ = crate::reject::take_rejected();
-    crate::value_profile::reset_before_run();
-    crate::cmp_progress::reset_before_run();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| target(data)));
     crate::signals::mark_target_exit();
     // After the target's 1st, 2nd, 4th... execution in this process: installers run at the

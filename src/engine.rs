@@ -33,6 +33,7 @@ use crate::output::OutputDir;
 use crate::report::{Client, Records, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
 use crate::seen::{filter_for_fuzzing_process, KilledInputs};
+use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
     CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, PatternStage, ReportStage,
 };
@@ -156,9 +157,10 @@ fn fuzz_until_done<EM: ClientManager>(
 ) -> Result<Summary, LabelfuzzError> {
     let edges = unsafe { libafl_targets::std_edges_map_observer("edges") };
     let crash_observer = CrashObserver::new();
+    let side_labels = SideLabelsObserver::new();
     let (edges_handle, crash_handle) = (edges.handle(), crash_observer.handle());
 
-    let mut feedback = LabelFeedback::new(edges_handle);
+    let mut feedback = LabelFeedback::new(edges_handle, side_labels.handle());
     let mut objective = CrashLabelFeedback::new(crash_handle.clone(), out.clone());
     let mut state = fuzzing_state(config, start, restored, &mut feedback, &mut objective)?;
     let seen = filter_for_fuzzing_process(
@@ -177,7 +179,7 @@ fn fuzz_until_done<EM: ClientManager>(
         |input: &BytesInput| -> ExitKind { run_catching_panics(target, input.as_ref()) };
     let mut executor = InProcessExecutor::builder()
         .harness(&mut harness)
-        .observers(tuple_list!(edges, crash_observer))
+        .observers(tuple_list!(edges, crash_observer, side_labels))
         .timeout(config.timeout)
         // LibAFL's crash dump symbolizes a backtrace on every crash (100+ ms in a large
         // binary); the crash table names a site once, when its label is new.

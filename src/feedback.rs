@@ -24,6 +24,7 @@ use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
 use crate::output::OutputDir;
 use crate::seen::{input_hash, KilledInputs};
+use crate::side_labels::SideLabelsObserver;
 use crate::table::CorpusTable;
 
 /// The SanitizerCoverage edge map of raw hit counts. The AFL bucket of each hit edge is worked
@@ -67,16 +68,18 @@ libafl_bolts::impl_serdeany!(InputLabels);
 #[derive(Debug)]
 pub struct LabelFeedback {
     edges: Handle<EdgesObserver>,
+    side_labels: Handle<SideLabelsObserver>,
     /// The labels of the last execution, reused so that checking costs no allocation.
     labels: Vec<Label>,
 }
 
 impl LabelFeedback {
-    /// A feedback reading labels from the edges observer `edges`.
+    /// A feedback reading labels from the observers `edges` and `side_labels`.
     #[must_use]
-    pub fn new(edges: Handle<EdgesObserver>) -> Self {
+    pub fn new(edges: Handle<EdgesObserver>, side_labels: Handle<SideLabelsObserver>) -> Self {
         LabelFeedback {
             edges,
+            side_labels,
             labels: Vec::with_capacity(1024),
         }
     }
@@ -97,17 +100,19 @@ where
         exit_kind: &ExitKind,
     ) -> Result<bool, Error> {
         self.labels.clear();
+        let side_labels = observers
+            .get(&self.side_labels)
+            .ok_or_else(|| Error::key_not_found("the side-labels observer is missing"))?;
         // A failing run's coverage stops at the failure: it belongs to the crash, not the corpus.
         // An input the harness rejected is no label's best either.
-        if crate::reject::take_rejected() || *exit_kind != ExitKind::Ok {
+        if side_labels.rejected() || *exit_kind != ExitKind::Ok {
             return Ok(false);
         }
         let edges = observers
             .get(&self.edges)
             .ok_or_else(|| Error::key_not_found("the edges observer is missing"))?;
         collect_edge_labels(edges.to_slice(), &mut self.labels);
-        crate::value_profile::collect_labels(&mut self.labels);
-        crate::cmp_progress::collect_labels(&mut self.labels);
+        self.labels.extend_from_slice(side_labels.labels());
         let table = state.metadata::<CorpusTable>()?;
         Ok(table.improves(&input.simplicity_key(), &self.labels))
     }
