@@ -274,106 +274,107 @@ fn run_main(target: &mut dyn FnMut(&[u8]), debug_form: Option<crate::pattern::De
     // Libraries that capture a backtrace per error would run orders of magnitude slower.
     std::env::set_var("RUST_BACKTRACE", "0");
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "report") {
-        std::process::exit(report_command(&args[2..]));
-    }
-    if args.get(1).is_some_and(|a| a == "coverage") {
-        std::process::exit(coverage_command(&args[2..]));
-    }
-    if args.get(1).is_some_and(|a| a == "mine") {
-        std::process::exit(crate::mine::command(&args[2..], target));
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("report") => std::process::exit(report_command(&args[2..])),
+        Some("coverage") => std::process::exit(coverage_command(&args[2..])),
+        Some("mine") => std::process::exit(crate::mine::command(&args[2..], target)),
+        _ => {}
     }
     let options = match Options::parse_args(args) {
         Ok(options) => options,
         Err(e) => e.exit(),
     };
+    let config = match run_config(&options, debug_form) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("labelfuzz: error: {message}");
+            std::process::exit(2)
+        }
+    };
+    if options.libfuzzer_report {
+        crate::crash::keep_panic_stacks();
+    }
+    match crate::launch::fuzz(&config, target) {
+        Ok(outcome) => finish(&options, &config, &outcome),
+        Err(e) => {
+            eprintln!("labelfuzz: error: {e}");
+            std::process::exit(2)
+        }
+    }
+}
+
+/// The run `options` ask for, with what they name read in: the grammar (specialised by
+/// `--avoid`/`--only`, or the one `FUZZER mine` wrote for `--grammar mined`), the dictionaries
+/// and, for `reduce --parse`, the inputs as sentences of the grammar.
+fn run_config(
+    options: &Options,
+    debug_form: Option<crate::pattern::DebugForm>,
+) -> Result<Config, String> {
     let mut config = options.config();
     config.debug_form = debug_form;
     if let Some(path) = &options.grammar {
-        // `--grammar mined`: what `FUZZER mine OUT` wrote for this output directory.
         let mined = crate::mine::mined_grammar_path(&config.output);
         let path = if path.as_os_str() == "mined" && !path.exists() {
             &mined
         } else {
             path
         };
-        match specialised_grammar(&options, path) {
-            Ok(grammar) => {
-                let hooked = grammar.has_hooks();
-                let mut inputs = crate::grammar::GrammarInputs::new(grammar, options.grammar_depth);
-                if hooked {
-                    inputs =
-                        inputs.with_hooks(|| Box::new(crate::grammar::hooks::BuiltinHooks::new()));
-                }
-                config.grammar = Some(std::sync::Arc::new(inputs));
-            }
-            Err(message) => {
-                eprintln!("labelfuzz: error: {message}");
-                std::process::exit(2)
-            }
+        let grammar = specialised_grammar(options, path)?;
+        let hooked = grammar.has_hooks();
+        let mut inputs = crate::grammar::GrammarInputs::new(grammar, options.grammar_depth);
+        if hooked {
+            inputs = inputs.with_hooks(|| Box::new(crate::grammar::hooks::BuiltinHooks::new()));
         }
+        config.grammar = Some(std::sync::Arc::new(inputs));
     }
     for path in &options.dict {
-        match crate::dictionary::read_dictionary(path) {
-            Ok(tokens) => config.dictionary.extend(tokens),
-            Err(e) => {
-                eprintln!("labelfuzz: error: {e}");
-                std::process::exit(2)
-            }
-        }
+        let tokens = crate::dictionary::read_dictionary(path).map_err(|e| e.to_string())?;
+        config.dictionary.extend(tokens);
     }
     if options.reduce && options.parse {
-        if let Err(message) = parse_inputs(&mut config) {
-            eprintln!("labelfuzz: error: {message}");
-            std::process::exit(2)
+        parse_inputs(&mut config)?;
+    }
+    Ok(config)
+}
+
+/// Ends the process after a run: removes a merge's scratch directory, prints what the flags
+/// ask for (libFuzzer's final stats and crash reports, reductions, replayed crashes) and exits
+/// with the run's status.
+fn finish(options: &Options, config: &Config, outcome: &crate::launch::Outcome) -> ! {
+    if options.merge && options.output.is_none() && outcome.supervisor {
+        // The merge's scratch directory holds nothing the user asked for, unless a crash's
+        // reproducer (named below): only then is it kept.
+        if outcome.summary.crashes.is_empty() {
+            let _ = std::fs::remove_dir_all(&config.output);
         }
     }
-    if options.libfuzzer_report {
-        crate::crash::keep_panic_stacks();
+    if options.print_final_stats && outcome.supervisor {
+        print_final_stats(&outcome.summary);
     }
-    let result = crate::launch::fuzz(&config, target);
-    match result {
-        Ok(outcome) => {
-            if options.merge && options.output.is_none() && outcome.supervisor {
-                // The merge's scratch directory holds nothing the user asked for, unless a
-                // crash's reproducer (named below): only then is it kept.
-                if outcome.summary.crashes.is_empty() {
-                    let _ = std::fs::remove_dir_all(&config.output);
-                }
-            }
-            if options.print_final_stats && outcome.supervisor {
-                print_final_stats(&outcome.summary);
-            }
-            if config.mode == Mode::Reduce && outcome.supervisor {
-                print_reductions(&config, &outcome.summary);
-            }
-            // `-minimize_crash=1` (reduce) ends as libFuzzer's does: status 0 once minimized.
-            if options.libfuzzer_report && outcome.supervisor && config.mode != Mode::Reduce {
-                let codes = super::libfuzzer_report::ExitCodes {
-                    error: options.error_exitcode,
-                    timeout: options.timeout_exitcode,
-                    ..Default::default()
-                };
-                print_libfuzzer_reports(&config, &outcome.summary);
-                std::process::exit(codes.for_crashes(&outcome.summary.crashes));
-            }
-            if config.mode == Mode::Replay && outcome.supervisor {
-                for crash in &outcome.summary.crashes {
-                    eprintln!(
-                        "labelfuzz: {} {} {} ({}): {}",
-                        crash.kind,
-                        crash.location,
-                        crash.message,
-                        crash.len,
-                        config.output.join(&crash.input).display()
-                    );
-                }
-            }
-            std::process::exit(i32::from(outcome.found_crashes()))
-        }
-        Err(e) => {
-            eprintln!("labelfuzz: error: {e}");
-            std::process::exit(2)
+    if config.mode == Mode::Reduce && outcome.supervisor {
+        print_reductions(config, &outcome.summary);
+    }
+    // `-minimize_crash=1` (reduce) ends as libFuzzer's does: status 0 once minimized.
+    if options.libfuzzer_report && outcome.supervisor && config.mode != Mode::Reduce {
+        let codes = super::libfuzzer_report::ExitCodes {
+            error: options.error_exitcode,
+            timeout: options.timeout_exitcode,
+            ..Default::default()
+        };
+        print_libfuzzer_reports(config, &outcome.summary);
+        std::process::exit(codes.for_crashes(&outcome.summary.crashes));
+    }
+    if config.mode == Mode::Replay && outcome.supervisor {
+        for crash in &outcome.summary.crashes {
+            eprintln!(
+                "labelfuzz: {} {} {} ({}): {}",
+                crash.kind,
+                crash.location,
+                crash.message,
+                crash.len,
+                config.output.join(&crash.input).display()
+            );
         }
     }
+    std::process::exit(i32::from(outcome.found_crashes()))
 }
