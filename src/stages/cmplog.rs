@@ -293,8 +293,8 @@ impl libafl::observers::CmpMap for HitSites<'_> {
 /// 39 MiB of a 137 MiB process after half an hour of SQLite's SQL grammar). Nothing reads the map between traced runs, and each traced run
 /// starts from reset headers, so the zeroes the kernel maps back in change nothing.
 fn release_traced_map() {
-    // SAFETY: only the address and size of the static are taken; nothing writes the map now.
-    let map = unsafe { std::ptr::addr_of_mut!(libafl_targets::CMPLOG_MAP) };
+    // Only the address and size of the static are taken; nothing writes the map now.
+    let map = std::ptr::addr_of_mut!(libafl_targets::CMPLOG_MAP);
     release_pages(map.cast(), std::mem::size_of::<libafl_targets::CmpLogMap>());
 }
 
