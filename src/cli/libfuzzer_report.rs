@@ -79,38 +79,29 @@ pub fn base64(bytes: &[u8]) -> String {
 /// Frames of the panic machinery, of the hook that reported the panic and of labelfuzz's own
 /// stack walk: a panic's report starts at the first frame that is none of them.
 fn is_machinery(function: &str) -> bool {
-    [
-        "std::panicking",
-        "core::panicking",
-        "std::panic",
-        "core::panic",
-        "std::sys::backtrace",
-        "__rustc::",
-        "rust_begin_unwind",
-        "labelfuzz_rt_panicked",
-        "labelfuzz_sys::",
-        "labelfuzz::",
-        "labelfuzz_harness::",
-        "backtrace::",
-        "core::result::unwrap_failed",
-        "core::option::expect_failed",
-        "core::option::unwrap_failed",
-        "<alloc::boxed::Box<",
-    ]
-    .iter()
-    .any(|prefix| function.starts_with(prefix))
+    is_runtime(function)
+        || [
+            "std::panicking",
+            "core::panicking",
+            "std::panic",
+            "core::panic",
+            "std::sys::backtrace",
+            "__rustc::",
+            "rust_begin_unwind",
+            "backtrace::",
+            "core::result::unwrap_failed",
+            "core::option::expect_failed",
+            "core::option::unwrap_failed",
+            "<alloc::boxed::Box<",
+        ]
+        .iter()
+        .any(|prefix| function.starts_with(prefix))
 }
 
-/// Frames of labelfuzz below the target: the glue that called it, and the runtime.
+/// Frames of labelfuzz below the target: the glue that called it, and the runtime (every crate
+/// of labelfuzz, and LibAFL's), as crash sites leave them out.
 fn is_runtime(function: &str) -> bool {
-    [
-        "labelfuzz_sys::",
-        "labelfuzz::",
-        "labelfuzz_harness::",
-        "libafl",
-    ]
-    .iter()
-    .any(|prefix| function.starts_with(prefix))
+    crate::signals::is_fuzzer_function(function)
 }
 
 /// The sanitizer-style stack lines of `crash`, from the target's frame down to the fuzzer's

@@ -308,7 +308,13 @@ fn release_pages(start: *mut u8, len: usize) {
     let last = (start as usize + len) / page * page;
     if last > first {
         // SAFETY: the range lies inside the caller's region, whole pages only.
-        unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_DONTNEED) };
+        unsafe {
+            libc::madvise(
+                first as *mut libc::c_void,
+                last - first,
+                libc::MADV_DONTNEED,
+            )
+        };
     }
 }
 
@@ -485,7 +491,11 @@ mod tests {
         assert_eq!(resident(), 2);
         // SAFETY: inside the mapping.
         unsafe {
-            assert_eq!(*bytes.add(page / 2), 0xab, "the partial first page keeps its data");
+            assert_eq!(
+                *bytes.add(page / 2),
+                0xab,
+                "the partial first page keeps its data"
+            );
             assert_eq!(*bytes.add(page * 10), 0, "a released page reads as zeroes");
             assert_eq!(libc::munmap(region, PAGES * page), 0);
         }
