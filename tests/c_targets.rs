@@ -182,6 +182,34 @@ fn keywords_compared_with_memcmp_are_found_through_their_operands() {
 }
 
 #[test]
+fn a_sanitizer_report_slower_than_the_timeout_is_the_bug_not_a_timeout() {
+    // ASan symbolizes its report before it aborts: seconds for a large binary or on a loaded
+    // machine. `sleep_before_dying=2` stands in for that, past a 300 ms timeout; the execution
+    // is still the heap overflow.
+    let dir = scratch("c-slow-report");
+    let fuzzer = build_planted(&dir, "heap.c", &["-fsanitize=fuzzer,address"]);
+    let input = dir.join("overflow");
+    std::fs::write(&input, b"OV\0").unwrap();
+    let out = dir.join("out");
+    let result = std::process::Command::new(&fuzzer)
+        .env("ASAN_OPTIONS", "sleep_before_dying=2")
+        .args(["-q", "--timeout", "300", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .output()
+        .expect("the fuzzer starts");
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    let crashes = crashes_by_input(&out);
+    assert_eq!(
+        crashes.get(&b"OV\0".to_vec()).map(|c| c.0.as_str()),
+        Some("sanitizer"),
+        "{crashes:?}"
+    );
+    assert!(crashes.values().all(|c| c.0 != "timeout"), "{crashes:?}");
+}
+
+#[test]
 fn address_sanitizer_reports_are_labels_named_by_bug_type() {
     let dir = scratch("c-heap");
     let fuzzer = build_planted(&dir, "heap.c", &["-fsanitize=fuzzer,address"]);

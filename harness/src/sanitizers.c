@@ -15,7 +15,7 @@ const char *__asan_default_options(void) {
   return "abort_on_error=1:detect_leaks=0:malloc_context_size=4:handle_abort=0";
 }
 
-/* Called by ASan once a report is printed, before it aborts. */
+/* Called by ASan when it starts a report, before it prints (and symbolizes) it and aborts. */
 void __asan_on_error(void) {
   const char *bug = __asan_get_report_description ? __asan_get_report_description() : NULL;
   labelfuzz_harness_sanitizer_report("AddressSanitizer", bug ? bug : "unknown-crash");

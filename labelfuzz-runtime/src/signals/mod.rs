@@ -22,7 +22,7 @@ pub use defer::install_alarm_guard;
 use names::is_fuzz_target_body;
 pub use names::{in_standard_library, is_fuzzer_function, is_standard_library_function};
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
-use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT};
+use sanitizer::{SANITIZER_PENDING, SANITIZER_REPORT, SANITIZER_REPORTING};
 pub use site::frame_lines;
 pub use site::{
     collapse_recursion, current_stack, describe_frames, recursive_cycle, stack_lines, StackLine,
@@ -303,6 +303,7 @@ pub fn clear() {
     LAST_SIGNAL.store(0, Ordering::Relaxed);
     LAST_STACK_OVERFLOW.store(false, Ordering::Relaxed);
     SANITIZER_PENDING.store(false, Ordering::Relaxed);
+    SANITIZER_REPORTING.store(false, Ordering::Relaxed);
     // An out-of-memory note stays: the watcher's signal may land after the execution it meant.
     let _ = NOTED_ABORT.compare_exchange(NOTED_EXIT, 0, Ordering::SeqCst, Ordering::Relaxed);
 }

@@ -16,6 +16,14 @@ pub struct SanitizerReport {
 
 pub(super) static SANITIZER_REPORT: Mutex<Option<(SanitizerReport, Vec<usize>)>> = Mutex::new(None);
 pub(super) static SANITIZER_PENDING: AtomicBool = AtomicBool::new(false);
+/// Set from the moment a sanitizer starts its report until the next execution: the report is
+/// printed (its stack symbolized, which on a large binary takes seconds) before the abort.
+pub(super) static SANITIZER_REPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Whether a sanitizer is reporting a bug in this execution (its abort is coming).
+pub(super) fn sanitizer_reporting() -> bool {
+    SANITIZER_REPORTING.load(Ordering::Relaxed)
+}
 
 /// Names of functions that belong to sanitizer runtimes or to this reporting path, not to the
 /// target: the site of a sanitizer report is the first frame after them.
@@ -37,6 +45,7 @@ pub(super) const RUNTIME_FRAME_PREFIXES: [&str; 11] = [
 /// the crash label of the abort that follows is the bug type and the target's top frames, not
 /// the sanitizer's own abort path, so two bugs ASan reports are two labels.
 pub fn record_sanitizer_report(tool: &str, bug: &str) {
+    SANITIZER_REPORTING.store(true, Ordering::Relaxed);
     if EXE_END.load(Ordering::Relaxed) == 0 {
         // SAFETY: walks the loader's list of objects; we are not in a signal handler.
         unsafe { libc::dl_iterate_phdr(Some(find_executable), std::ptr::null_mut()) };

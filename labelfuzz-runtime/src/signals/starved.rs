@@ -13,6 +13,10 @@
 //! target that runs or sleeps (a loop, a deadlock) through the window is timed out as before.
 //! A stretch is capped at [`MAX_STRETCH`] timeouts, so a hang under a machine that never lets
 //! go is still reported.
+//!
+//! The same holds while a sanitizer prints the report of a bug it found (it symbolizes the
+//! stack first, seconds on a large binary or a loaded machine): the execution is that bug, and
+//! its abort is coming.
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -143,10 +147,15 @@ pub(super) fn verdict(execution: u64) -> Verdict {
     if elapsed < timeout || elapsed >= timeout.saturating_mul(MAX_STRETCH) {
         return Verdict::Deliver;
     }
+    let window = (timeout / WINDOW_SHARE).clamp(MIN_WINDOW_NS, MAX_WINDOW_NS);
+    if super::sanitizer::sanitizer_reporting() {
+        // A sanitizer found a bug and is printing its report; the abort that ends the
+        // execution as that bug follows.
+        return Verdict::WatchFor(window);
+    }
     let Some(delay) = run_delay_ns(FUZZING_THREAD.load(Ordering::Relaxed)) else {
         return Verdict::Deliver;
     };
-    let window = (timeout / WINDOW_SHARE).clamp(MIN_WINDOW_NS, MAX_WINDOW_NS);
     let watched = WATCHED_EXECUTION.swap(execution, Ordering::Relaxed) == execution;
     let window_wall = now.saturating_sub(WINDOW_START_NS.swap(now, Ordering::Relaxed));
     let window_waited = delay.saturating_sub(WINDOW_DELAY_NS.swap(delay, Ordering::Relaxed));
