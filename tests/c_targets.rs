@@ -202,7 +202,7 @@ fn a_sanitizer_report_slower_than_the_timeout_is_the_bug_not_a_timeout() {
     assert_eq!(result.status.code(), Some(1), "{stderr}");
     let crashes = crashes_by_input(&out);
     assert_eq!(
-        crashes.get(&b"OV\0".to_vec()).map(|c| c.0.as_str()),
+        crashes.get(b"OV\0".as_slice()).map(|c| c.0.as_str()),
         Some("sanitizer"),
         "{crashes:?}"
     );
