@@ -18,7 +18,7 @@
 //! stack first, seconds on a large binary or a loaded machine): the execution is that bug, and
 //! its abort is coming.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How much longer than its timeout a starved execution may take before it is timed out anyway.
@@ -30,7 +30,13 @@ const MAX_WINDOW_NS: u64 = 250_000_000;
 
 /// The timeout, in nanoseconds (0: not set, nothing is stretched).
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
-/// When the current execution entered the target (monotonic clock, ns).
+/// Whether the kernel keeps scheduler statistics, without which no execution is found starved
+/// (a sanitizer's report is still waited for).
+static SCHEDSTAT: AtomicBool = AtomicBool::new(false);
+/// The coarse clock's tick (ns): an execution that read less than this short of its timeout may
+/// be over it by LibAFL's fine clock.
+static COARSE_TICK_NS: AtomicU64 = AtomicU64::new(0);
+/// When the current execution entered the target (coarse monotonic clock, ns).
 static STARTED_NS: AtomicU64 = AtomicU64::new(0);
 /// The execution the watched window belongs to (`target_entries` then; 0 none), when the window
 /// began and the fuzzing thread's `run_delay` then.
@@ -40,28 +46,38 @@ static WINDOW_DELAY_NS: AtomicU64 = AtomicU64::new(0);
 /// The fuzzing thread, whose scheduler statistics are read (0: not set up).
 static FUZZING_THREAD: AtomicI32 = AtomicI32::new(0);
 
+/// The coarse monotonic clock: read once an execution, where the fine clock's cost shows on a
+/// target that runs in a microsecond; its tick (a few ms) is far below any timeout and window.
 fn monotonic_ns() -> u64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime with a valid out-parameter; async-signal-safe.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut now) };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut now) };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
-/// Sets the timeout and notes the calling thread as the fuzzing thread. Without scheduler
-/// statistics (a kernel built without them) nothing is stretched.
+/// Sets the timeout and notes the calling thread as the fuzzing thread.
 pub(super) fn set_up(timeout: Duration) {
     // SAFETY: gettid has no preconditions.
     let thread = unsafe { libc::gettid() };
     FUZZING_THREAD.store(thread, Ordering::Relaxed);
-    if run_delay_ns(thread).is_some() {
-        TIMEOUT_NS.store(
-            u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-    }
+    SCHEDSTAT.store(run_delay_ns(thread).is_some(), Ordering::Relaxed);
+    let mut tick = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres with a valid out-parameter.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &raw mut tick) };
+    COARSE_TICK_NS.store(
+        tick.tv_sec as u64 * 1_000_000_000 + tick.tv_nsec as u64,
+        Ordering::Relaxed,
+    );
+    TIMEOUT_NS.store(
+        u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
 }
 
 /// Notes that an execution enters the target now.
@@ -143,7 +159,9 @@ pub(super) fn verdict(execution: u64) -> Verdict {
         return Verdict::Deliver;
     }
     let now = monotonic_ns();
-    let elapsed = now.saturating_sub(STARTED_NS.load(Ordering::Relaxed));
+    let elapsed = now
+        .saturating_sub(STARTED_NS.load(Ordering::Relaxed))
+        .saturating_add(COARSE_TICK_NS.load(Ordering::Relaxed));
     if elapsed < timeout || elapsed >= timeout.saturating_mul(MAX_STRETCH) {
         return Verdict::Deliver;
     }
@@ -152,6 +170,9 @@ pub(super) fn verdict(execution: u64) -> Verdict {
         // A sanitizer found a bug and is printing its report; the abort that ends the
         // execution as that bug follows.
         return Verdict::WatchFor(window);
+    }
+    if !SCHEDSTAT.load(Ordering::Relaxed) {
+        return Verdict::Deliver;
     }
     let Some(delay) = run_delay_ns(FUZZING_THREAD.load(Ordering::Relaxed)) else {
         return Verdict::Deliver;
@@ -201,16 +222,15 @@ mod tests {
     fn a_target_that_sleeps_past_its_time_is_watched_once_then_timed_out() {
         // SAFETY: gettid has no preconditions.
         let this_thread = unsafe { libc::gettid() };
+        set_up(Duration::from_millis(5));
+        execution_starts();
+        std::thread::sleep(Duration::from_millis(15));
         if !std::path::Path::new("/proc/self/schedstat").exists() {
-            // A kernel without scheduler statistics: nothing is stretched there.
-            set_up(Duration::from_millis(1));
-            assert_eq!(TIMEOUT_NS.load(Ordering::Relaxed), 0);
+            // A kernel without scheduler statistics: nothing is found starved there.
+            assert_eq!(verdict(7), Verdict::Deliver);
             return;
         }
         let before = run_delay_ns(this_thread).expect("this thread's run_delay");
-        set_up(Duration::from_millis(5));
-        execution_starts();
-        std::thread::sleep(Duration::from_millis(10));
         // Over its time: the first look opens a window rather than timing it out.
         assert_eq!(verdict(7), Verdict::WatchFor(MIN_WINDOW_NS));
         std::thread::sleep(Duration::from_millis(10));
