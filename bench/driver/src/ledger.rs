@@ -32,9 +32,14 @@ pub fn record_path(secs: u64, target: &str, fuzzer: Fuzzer, seed: u64) -> PathBu
 
 /// The repository paths (files or directories) whose contents decide how `fuzzer` behaves on
 /// `target` and how its corpus is measured.
+///
+/// Each lock file counts only for the builds it pins: the workspace's `Cargo.lock` pins the
+/// engine's dependencies (LibAFL) and so only labelfuzz's runs; `fuzzers/Cargo.lock` its Rust
+/// twins' (serde_json); `fuzzers/native/sources` the C libraries' and AFL++'s source packages;
+/// `bench/libfuzzer` has its own. So a change to the engine's crates leaves the anchors' records
+/// valid, and a multi-session benchmark re-runs only what the change concerns.
 pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
     let mut paths: Vec<String> = [
-        "Cargo.lock",
         "bench/coverage",
         "bench/driver/src/fuzzers.rs",
         "bench/driver/src/yardstick.rs",
@@ -57,6 +62,7 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
         Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
             paths.extend(
                 [
+                    "Cargo.lock",
                     "Cargo.toml",
                     "build.rs",
                     "src",
@@ -72,11 +78,18 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
             );
             if target.kind == Kind::Rust {
                 paths.push(format!("fuzzers/{}", target.name));
+                paths.push("fuzzers/Cargo.lock".into());
             }
         }
         Fuzzer::Libfuzzer => {}
-        Fuzzer::Aflpp => paths.push("scripts/install-aflpp.sh".into()),
+        Fuzzer::Aflpp => {
+            paths.push("scripts/install-aflpp.sh".into());
+            // AFL++'s version: the cargo-afl-common package pinned there.
+            paths.push("fuzzers/native/sources".into());
+        }
     }
+    paths.sort();
+    paths.dedup();
     paths
 }
 
@@ -167,9 +180,19 @@ mod tests {
     use crate::targets::TARGETS;
 
     #[test]
-    fn only_labelfuzz_runs_depend_on_the_engine() {
+    fn only_labelfuzz_runs_depend_on_the_engine_and_its_lock_file() {
         for target in TARGETS {
-            let engine = |f| sources(target, f).iter().any(|p| p == "src");
+            let engine = |f| {
+                let paths = sources(target, f);
+                // The workspace's lock pins the engine's dependencies only.
+                assert_eq!(
+                    paths.iter().any(|p| p == "src"),
+                    paths.iter().any(|p| p == "Cargo.lock"),
+                    "{}",
+                    target.name
+                );
+                paths.iter().any(|p| p == "src")
+            };
             assert!(engine(Fuzzer::Labelfuzz), "{}", target.name);
             assert!(!engine(Fuzzer::Libfuzzer), "{}", target.name);
             assert!(!engine(Fuzzer::Aflpp), "{}", target.name);
