@@ -135,7 +135,16 @@ pub struct CmpLogStage<M> {
     mutants: HavocStage<M>,
     traced: BytesInput,
     cache: TracedCache,
+    /// Traced runs since the map's pages were last given back.
+    traces_since_release: u32,
 }
+
+/// Traced runs between two releases of the CmpLog map's pages. Every row a traced run touched
+/// stays resident until then (the map is LibAFL's static, 50 MiB; a grammar-mode client kept
+/// 39 MiB of it after an hour). Given back after every traced run, the pages are faulted and
+/// zeroed again by the next: 12 % of a JSON fuzzer's time went to the kernel. Every 256th run
+/// bounds the map to the rows of 256 traces at a 256th of that cost.
+const TRACES_BETWEEN_RELEASES: u32 = 256;
 
 impl<M> std::fmt::Debug for CmpLogStage<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,6 +165,7 @@ impl<M> CmpLogStage<M> {
             mutants,
             traced: BytesInput::new(Vec::new()),
             cache: TracedCache::default(),
+            traces_since_release: 0,
         }
     }
 }
@@ -198,7 +208,11 @@ where
                 } else {
                     Vec::new()
                 };
-                release_traced_map();
+                self.traces_since_release += 1;
+                if self.traces_since_release >= TRACES_BETWEEN_RELEASES {
+                    release_traced_map();
+                    self.traces_since_release = 0;
+                }
                 list
             }
         };
