@@ -1,5 +1,5 @@
 //! Embeds the sources of the labelfuzz runtime (`labelfuzz-core`, `labelfuzz-grammar`,
-//! `labelfuzz-runtime`, the `labelfuzz` engine and `labelfuzz-harness`) and of `labelfuzz-sys`,
+//! `labelfuzz-runtime`, `labelfuzz-tools`, the `labelfuzz` engine and `labelfuzz-harness`) and of `labelfuzz-sys`,
 //! so that an installed tool builds the runtime with no checkout around.
 //!
 //! Each of those packages says where its sources are (`cargo:source=…` in its build script,
@@ -39,6 +39,7 @@ fn main() {
         ("labelfuzz-core", "DEP_LABELFUZZ_CORE_SOURCE"),
         ("labelfuzz-grammar", "DEP_LABELFUZZ_GRAMMAR_SOURCE"),
         ("labelfuzz-runtime", "DEP_LABELFUZZ_RUNTIME_SOURCE"),
+        ("labelfuzz-tools", "DEP_LABELFUZZ_TOOLS_SOURCE"),
         ("labelfuzz", "DEP_LABELFUZZ_SOURCE"),
         ("labelfuzz-harness", "DEP_LABELFUZZ_HARNESS_SOURCE"),
         ("labelfuzz-sys", "DEP_LABELFUZZ_SYS_SOURCE"),

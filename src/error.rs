@@ -103,6 +103,23 @@ impl std::error::Error for LabelfuzzError {
     }
 }
 
+impl From<labelfuzz_tools::ToolError> for LabelfuzzError {
+    fn from(e: labelfuzz_tools::ToolError) -> Self {
+        match e {
+            labelfuzz_tools::ToolError::Io {
+                action,
+                path,
+                source,
+            } => LabelfuzzError::Io {
+                action,
+                path,
+                source,
+            },
+            labelfuzz_tools::ToolError::Usage(msg) => LabelfuzzError::Usage(msg),
+        }
+    }
+}
+
 impl From<libafl::Error> for LabelfuzzError {
     fn from(e: libafl::Error) -> Self {
         LabelfuzzError::Libafl(e)

@@ -38,7 +38,6 @@
 pub mod cli;
 pub mod config;
 pub mod consider;
-pub mod coverage;
 pub mod crash;
 pub mod crashes;
 pub mod dictionary;
@@ -46,7 +45,6 @@ pub mod engine;
 pub mod error;
 pub mod feedback;
 pub mod guards;
-pub mod html_report;
 pub mod interrupt;
 pub mod launch;
 /// The labels of an execution (from `labelfuzz-core`).

@@ -27,6 +27,22 @@ pub struct Figures {
     pub peak_rss_mb: usize,
 }
 
+impl From<&crate::report::Summary> for Figures {
+    fn from(summary: &crate::report::Summary) -> Self {
+        Figures {
+            executions: summary.executions,
+            elapsed_secs: summary.elapsed_secs,
+            execs_per_sec: summary.execs_per_sec,
+            labels: summary.labels,
+            edges: summary.edges,
+            corpus_entries: summary.corpus.entries,
+            corpus_bytes: summary.corpus.bytes,
+            crash_kinds: summary.crashes.iter().map(|c| c.kind.clone()).collect(),
+            peak_rss_mb: summary.peak_rss_mb,
+        }
+    }
+}
+
 /// Which progress line to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProgressStyle {

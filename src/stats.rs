@@ -6,7 +6,7 @@
 //! output directory continues the series: its times and executions start where the last line
 //! left off ([`SeriesOffset`]).
 
-use std::fs::{self, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -55,14 +55,28 @@ pub struct SeriesOffset {
 
 libafl_bolts::impl_serdeany!(SeriesOffset);
 
-/// The lines of a `stats.jsonl`, skipping any that do not parse (a partial last line).
-#[must_use]
-pub fn read_series(path: &Path) -> Vec<serde_json::Value> {
-    let text = fs::read(path).unwrap_or_default();
-    String::from_utf8_lossy(&text)
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+pub use labelfuzz_tools::series::read_series;
+
+impl From<&crate::report::Summary> for Point {
+    fn from(summary: &crate::report::Summary) -> Self {
+        Point {
+            elapsed_secs: summary.elapsed_secs,
+            executions: summary.executions,
+            execs_per_sec: summary.execs_per_sec,
+            labels: summary.labels,
+            edges: summary.edges,
+            corpus_entries: summary.corpus.entries,
+            corpus_bytes: summary.corpus.bytes,
+            crash_labels: summary.crashes.len(),
+            timeouts: summary
+                .crashes
+                .iter()
+                .filter(|c| c.kind == "timeout")
+                .count(),
+            peak_rss_mb: summary.peak_rss_mb,
+            imported: summary.imported,
+        }
+    }
 }
 
 /// Where the series in `out` ended (zero when there is none).
@@ -166,6 +180,7 @@ fn append_line(path: &Path, header: Option<&str>, line: &str) -> Result<(), Labe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn point(elapsed: f64, executions: u64) -> Point {
         Point {

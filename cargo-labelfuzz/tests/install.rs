@@ -8,10 +8,11 @@ use std::process::{Command, Output};
 
 use common::{assert_git_clean, checked, project, repo};
 
-const PACKAGES: [&str; 8] = [
+const PACKAGES: [&str; 9] = [
     "labelfuzz-core",
     "labelfuzz-grammar",
     "labelfuzz-runtime",
+    "labelfuzz-tools",
     "labelfuzz",
     "labelfuzz-harness",
     "labelfuzz-sys",

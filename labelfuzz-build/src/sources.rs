@@ -16,7 +16,12 @@ include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 /// The engine package (`labelfuzz`).
 const ENGINE: &str = "labelfuzz";
 /// The engine's own crates, which it depends on by path: each is written beside it.
-const ENGINE_CRATES: [&str; 3] = ["labelfuzz-core", "labelfuzz-grammar", "labelfuzz-runtime"];
+const ENGINE_CRATES: [&str; 4] = [
+    "labelfuzz-core",
+    "labelfuzz-grammar",
+    "labelfuzz-runtime",
+    "labelfuzz-tools",
+];
 /// The runtime package (`labelfuzz-harness`).
 const HARNESS: &str = "labelfuzz-harness";
 /// The fuzz-target glue (`labelfuzz-sys`).

@@ -181,7 +181,10 @@ fn coverage_command(args: &[std::ffi::OsString]) -> i32 {
     let Some(out) = output_dir_argument(args, "COVERAGE_BUILD coverage", "coverage/") else {
         return 2;
     };
-    match crate::coverage::write_coverage(&out) {
+    match labelfuzz_tools::coverage::write_coverage(
+        &out,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/src/"),
+    ) {
         Ok(summary) => {
             let text = std::fs::read_to_string(&summary).unwrap_or_default();
             let totals: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
@@ -209,7 +212,7 @@ fn report_command(args: &[std::ffi::OsString]) -> i32 {
         return 2;
     };
     let exe = std::env::current_exe().ok();
-    match crate::html_report::write_report(&out, exe.as_deref()) {
+    match labelfuzz_tools::html_report::write_report(&out, exe.as_deref()) {
         Ok(path) => {
             println!("{}", path.display());
             0

@@ -248,12 +248,12 @@ fn launcher_outcome(
 /// moment may each have merged before the other's final summary was on disk, so the final ones
 /// are merged here.
 fn merged_summary(out: &OutputDir, count: usize) -> Result<Summary, LabelfuzzError> {
-    Ok(match Summary::merge_clients(out, count) {
+    Ok(match crate::report::summary::merge_clients(out, count) {
         Some(merged) => {
             out.write_summary(&merged)?;
             merged
         }
-        None => Summary::read(out)?,
+        None => crate::report::summary::read(out)?,
     })
 }
 

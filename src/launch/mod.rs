@@ -166,7 +166,7 @@ pub(crate) fn fuzz_in_one_process(
                 if crate::interrupt::failed() {
                     return Err(LabelfuzzError::FuzzerFailed);
                 }
-                let summary = Summary::read(out)?;
+                let summary = crate::report::summary::read(out)?;
                 return Ok(Outcome {
                     summary,
                     supervisor: true,

@@ -10,7 +10,7 @@ use crate::learned_tokens::LearnedTokens;
 use crate::output::OutputDir;
 use crate::table::CorpusTable;
 
-mod summary;
+pub mod summary;
 
 pub use summary::{CorpusSize, CrashSummary, Summary};
 
@@ -219,23 +219,32 @@ impl Reporter {
             let name = format!("clients/{}.json", self.client.index);
             self.out
                 .write_summary_to(std::path::Path::new(&name), &own)?;
-            Summary::client_parts(&self.out, self.client.count)
+            summary::client_parts(&self.out, self.client.count)
         };
-        let summary = Summary::merge_parts(&self.out, &parts).unwrap_or_else(|| own.clone());
+        let summary = summary::merge_parts(&self.out, &parts).unwrap_or_else(|| own.clone());
         self.out.write_summary(&summary)?;
         if self.client.is_first() && self.records.series {
             self.write_learned_tokens(state)?;
         }
         if self.client.is_first() && self.records.series {
-            let clients: Vec<_> = parts.iter().map(Summary::point).collect();
+            let clients: Vec<_> = parts.iter().map(crate::stats::Point::from).collect();
             let offset = state
                 .metadata::<crate::stats::SeriesOffset>()
                 .copied()
                 .unwrap_or_default();
-            crate::stats::append(&self.out, &summary.point(), &clients, offset)?;
+            crate::stats::append(
+                &self.out,
+                &crate::stats::Point::from(&summary),
+                &clients,
+                offset,
+            )?;
         }
         if !self.quiet && self.client.is_first() {
-            crate::say!("{}", self.progress.lines(&summary.figures(), moment));
+            crate::say!(
+                "{}",
+                self.progress
+                    .lines(&crate::progress::Figures::from(&summary), moment)
+            );
         }
         Ok(own)
     }
@@ -292,7 +301,7 @@ mod tests {
             out.write_atomic(Path::new(&format!("clients/{client}.json")), &text)
                 .unwrap();
         }
-        let merged = Summary::merge_clients(&out, 2).unwrap();
+        let merged = summary::merge_clients(&out, 2).unwrap();
         assert_eq!(merged.crashes.len(), 1);
         assert_eq!(merged.crashes[0].len, 3);
         assert_eq!(merged.learned_tokens, 2, "the most any client learned");

@@ -69,6 +69,7 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                     "labelfuzz-core",
                     "labelfuzz-grammar",
                     "labelfuzz-runtime",
+                    "labelfuzz-tools",
                     "harness",
                     "compiler-wrapper",
                     "labelfuzz-build",

@@ -13,12 +13,13 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::error::LabelfuzzError;
+use crate::error::ToolError;
 
 /// Source files left out of the report: the Rust standard library's, instantiated in the
-/// target's crates, and labelfuzz's own (its `fuzz_target!` expands into the target's crate).
-fn ignored_files() -> String {
-    let escaped: String = concat!(env!("CARGO_MANIFEST_DIR"), "/src/")
+/// target's crates, and those under `own_sources` (labelfuzz's engine: its `fuzz_target!`
+/// expands into the target's crate).
+fn ignored_files(own_sources: &str) -> String {
+    let escaped: String = own_sources
         .chars()
         .flat_map(|c| {
             let special = "\\.+*?()|[]{}^$".contains(c);
@@ -29,8 +30,8 @@ fn ignored_files() -> String {
 }
 
 /// A failure worded for the user.
-fn failure(message: String) -> LabelfuzzError {
-    LabelfuzzError::Usage(message)
+fn failure(message: String) -> ToolError {
+    ToolError::Usage(message)
 }
 
 /// Directories that may hold an `llvm-profdata`/`llvm-cov` pair matching the build's LLVM:
@@ -97,18 +98,19 @@ fn lines_by_file(lcov: &str) -> BTreeMap<String, (Vec<u64>, Vec<u64>)> {
 }
 
 /// Replays the run in `out` through this program (a coverage build) and writes
-/// `out/coverage/`; returns the path of `summary.json`.
+/// `out/coverage/`, leaving out files under `own_sources` (the directory of the engine's
+/// sources, ending in `/`); returns the path of `summary.json`.
 ///
 /// # Errors
 /// When this program is not a coverage build, no LLVM tools match it, or a file cannot be
 /// written.
-pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| LabelfuzzError::io("find", Path::new("this program"), e))?;
+pub fn write_coverage(out: &Path, own_sources: &str) -> Result<PathBuf, ToolError> {
+    let exe =
+        std::env::current_exe().map_err(|e| ToolError::io("find", Path::new("this program"), e))?;
     let dir = out.join("coverage");
     let _ = std::fs::remove_dir_all(&dir);
     let profiles = dir.join("profiles");
-    std::fs::create_dir_all(&profiles).map_err(|e| LabelfuzzError::io("create", &profiles, e))?;
+    std::fs::create_dir_all(&profiles).map_err(|e| ToolError::io("create", &profiles, e))?;
     let raw = replay_for_profiles(&exe, out, &dir, &profiles)?;
     let merged = dir.join("merged.profdata");
     let bin = merge_profiles(&raw, &merged)?;
@@ -118,7 +120,10 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
                 .args(args)
                 .arg(&exe)
                 .arg(format!("-instr-profile={}", merged.display()))
-                .arg(format!("-ignore-filename-regex={}", ignored_files())),
+                .arg(format!(
+                    "-ignore-filename-regex={}",
+                    ignored_files(own_sources)
+                )),
         )
         .map_err(|e| failure(format!("llvm-cov {}: {e}", args.join(" "))))
     };
@@ -133,7 +138,7 @@ pub fn write_coverage(out: &Path) -> Result<PathBuf, LabelfuzzError> {
     let summary = coverage_summary(&totals, &String::from_utf8_lossy(&lcov), raw.len());
     let path = dir.join("summary.json");
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-    std::fs::write(&path, text).map_err(|e| LabelfuzzError::io("write", &path, e))?;
+    std::fs::write(&path, text).map_err(|e| ToolError::io("write", &path, e))?;
     let _ = std::fs::remove_dir_all(&profiles);
     let _ = std::fs::remove_dir_all(dir.join("replay"));
     Ok(path)
@@ -147,7 +152,7 @@ fn replay_for_profiles(
     out: &Path,
     dir: &Path,
     profiles: &Path,
-) -> Result<Vec<PathBuf>, LabelfuzzError> {
+) -> Result<Vec<PathBuf>, ToolError> {
     let corpus = out.join("corpus");
     let mut runs: Vec<Vec<PathBuf>> = Vec::new();
     if corpus.is_dir() {
@@ -184,7 +189,7 @@ fn replay_for_profiles(
         let _ = std::fs::remove_dir_all(dir.join("replay"));
     }
     let raw: Vec<PathBuf> = std::fs::read_dir(profiles)
-        .map_err(|e| LabelfuzzError::io("read", profiles, e))?
+        .map_err(|e| ToolError::io("read", profiles, e))?
         .flatten()
         .map(|e| e.path())
         .collect();
@@ -200,7 +205,7 @@ fn replay_for_profiles(
 
 /// Merges the raw profiles into `merged` with the first `llvm-profdata` that reads them;
 /// returns the directory of that LLVM's tools.
-fn merge_profiles(raw: &[PathBuf], merged: &Path) -> Result<PathBuf, LabelfuzzError> {
+fn merge_profiles(raw: &[PathBuf], merged: &Path) -> Result<PathBuf, ToolError> {
     let mut errors = Vec::new();
     let tools = tool_dirs().into_iter().find(|bin| {
         let merge = output_of(
@@ -269,8 +274,11 @@ mod tests {
 
     #[test]
     fn labelfuzz_sources_are_ignored_with_regex_metacharacters_escaped() {
-        let regex = ignored_files();
-        assert!(regex.ends_with("/src/"));
+        let regex = ignored_files("/home/a+b (1)/labelfuzz/src/");
+        assert!(
+            regex.ends_with(r"/home/a\+b \(1\)/labelfuzz/src/"),
+            "{regex}"
+        );
         assert!(!regex.contains("\\\\"), "{regex}");
     }
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::error::LabelfuzzError;
-use crate::report::Summary;
+use crate::error::ToolError;
+use crate::summary::Summary;
 use plots::{line_plot, Series};
 
 /// How many reproducer bytes the crash table shows.
@@ -264,18 +264,9 @@ code{word-break:break-all}.error{color:#b00}";
 /// # Errors
 /// When `out` holds no `summary.json` (not a labelfuzz output directory), or the page cannot
 /// be written.
-pub fn write_report(out: &Path, fuzzer: Option<&Path>) -> Result<PathBuf, LabelfuzzError> {
-    let summary_path = out.join("summary.json");
-    let text = std::fs::read_to_string(&summary_path)
-        .map_err(|e| LabelfuzzError::io("read", &summary_path, e))?;
-    let summary: Summary = serde_json::from_str(&text).map_err(|e| {
-        LabelfuzzError::io(
-            "parse",
-            &summary_path,
-            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        )
-    })?;
-    let lines = crate::stats::read_series(&out.join("stats.jsonl"));
+pub fn write_report(out: &Path, fuzzer: Option<&Path>) -> Result<PathBuf, ToolError> {
+    let summary = Summary::read_file(&out.join("summary.json"))?;
+    let lines = crate::series::read_series(&out.join("stats.jsonl"));
     let growth = line_plot(
         "growth",
         "Labels, edges and corpus inputs",
@@ -315,7 +306,7 @@ pub fn write_report(out: &Path, fuzzer: Option<&Path>) -> Result<PathBuf, Labelf
         corpus = corpus_table(out),
     );
     let path = out.join("report.html");
-    std::fs::write(&path, page).map_err(|e| LabelfuzzError::io("write", &path, e))?;
+    std::fs::write(&path, page).map_err(|e| ToolError::io("write", &path, e))?;
     Ok(path)
 }
 
