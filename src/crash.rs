@@ -194,8 +194,9 @@ fn is_library_function(name: &str) -> bool {
 }
 
 /// The label location of a panic raised inside the standard library: the nearest frame of the
-/// program on `frames` (its `file:line:col` where debug information has it, else its function),
-/// with the kind of panic the message states. `None` when no frame of the program is found.
+/// program on `frames` (its `file:line:col in function` where debug information has it, else its
+/// function), with the kind of panic the message states. `None` when no frame of the program is
+/// found.
 fn program_location(frames: &[usize], message: &str) -> Option<String> {
     let place = frames.iter().find_map(|&frame| {
         // Innermost inlined call first: the library's inlined code, then the caller's line.
@@ -207,7 +208,10 @@ fn program_location(frames: &[usize], message: &str) -> Option<String> {
                         .source
                         .as_deref()
                         .is_none_or(|s| !in_standard_library(s));
-                in_program.then(|| line.source.unwrap_or(line.function))
+                in_program.then(|| match line.source {
+                    Some(source) => format!("{source} in {}", line.function),
+                    None => line.function,
+                })
             })
     })?;
     Some(format!("{place} ({})", panic_kind(message)))

@@ -403,12 +403,20 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
         null.contains("faults/src/main.rs:") && null.contains(" in faults::null_write"),
         "{null}"
     );
-    // A panic inside `core` is labelled where this crate called it.
+    // A panic inside `core` is labelled where this crate called it, in the function that did.
     let slice = expect(b"I!", "panic", "");
     assert!(
         slice.contains("faults/src/main.rs:")
+            && slice.contains(" in faults::drain_past_end ")
             && slice.ends_with("(range start index N out of range for slice of length N)"),
         "{slice}"
+    );
+    let other_slice = expect(b"J!", "panic", "");
+    assert!(
+        other_slice.contains("faults/src/main.rs:")
+            && other_slice.contains(" in faults::drain_beyond_end ")
+            && other_slice.ends_with("(range end index N out of range for slice of length N)"),
+        "{other_slice}"
     );
     let overflow = expect(
         b"S!",
@@ -431,7 +439,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     assert_ne!(abort, null);
     assert_eq!(
         crashes.len(),
-        8,
+        9,
         "one label per bug, no duplicates: {by_input:?}"
     );
     for crash in crashes {

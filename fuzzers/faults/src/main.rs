@@ -9,7 +9,9 @@
 //! - `X!`: `std::process::exit(0)` in the middle of an execution → an `exit` crash;
 //! - `M!`: memory grows without bound (up to 4 GiB) → an `oom` crash under `--rss-limit-mb`;
 //! - `I!`: a range past the end of a vector to drain, a panic raised inside `core` → labelled by the line of
-//!   this crate that sliced, not by `core`'s.
+//!   this crate that sliced, not by `core`'s;
+//! - `J!`: the same range check failing in another function of this crate → a label of its own,
+//!   naming that function.
 
 #![no_main]
 
@@ -75,6 +77,12 @@ fn drain_past_end(data: &[u8]) -> usize {
 }
 
 #[inline(never)]
+fn drain_beyond_end(data: &[u8]) -> usize {
+    let mut bytes = data.to_vec();
+    bytes.drain(..data.len() + black_box(3)).count()
+}
+
+#[inline(never)]
 fn hang() {
     loop {
         black_box(());
@@ -105,5 +113,8 @@ labelfuzz::fuzz_target!(|data: &[u8]| {
     }
     if tagged(data, b'I') {
         black_box(drain_past_end(data));
+    }
+    if tagged(data, b'J') {
+        black_box(drain_beyond_end(data));
     }
 });
