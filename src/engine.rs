@@ -45,14 +45,22 @@ const HAVOC_STACK_POW: usize = 3;
 /// How often `summary.json` and `corpus/` are rewritten.
 const REPORT_EVERY: Duration = Duration::from_secs(2);
 
-/// How many of the start inputs (the empty input, then the seeds) have been run.
-#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-struct SeedProgress(usize);
+/// The start inputs of this process's state (the empty input, the inputs given, what an
+/// earlier run left, the seeds) and how many have been run. State metadata: a start input that
+/// crashes or times out ends the process, and the next one must go on with the same list, also
+/// when the list was read again after a kill (read in that process, it exists nowhere else; a
+/// restart that went back to the run's first list left the corpus of a killed libpng run
+/// unrun, and the corpus directory then followed the nearly empty table). Emptied once run.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct StartQueue {
+    inputs: Vec<(Vec<u8>, Start)>,
+    next: usize,
+}
 
-libafl_bolts::impl_serdeany!(SeedProgress);
+libafl_bolts::impl_serdeany!(StartQueue);
 
 /// How a start input is run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Start {
     /// Run and shrink it if it improves a label.
     Consider,
@@ -79,8 +87,21 @@ pub(crate) struct StartInputs {
     /// Where an earlier run's time series in the same output directory ended.
     pub(crate) series: crate::stats::SeriesOffset,
     /// Read again after a fuzzing process was killed without saving its state: every client
-    /// then starts from them, not only the first.
-    pub(crate) after_kill: bool,
+    /// then starts from them, not only the first, with what the killed process had done.
+    pub(crate) after_kill: Option<AfterKill>,
+}
+
+/// What a fuzzing process killed without saving its state had done, from its last summary: the
+/// next one goes on from there (its deadline, executions and time series do not start over)
+/// with a random sequence of its own (the same seed would repeat the killed one's choices).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AfterKill {
+    /// How many processes of this client were killed so far.
+    pub(crate) kills: u64,
+    /// The killed process's run time, as of its last summary.
+    pub(crate) elapsed: Duration,
+    /// Its executions, as of its last summary.
+    pub(crate) executions: u64,
 }
 
 /// The events a fuzzing process's manager handles.
@@ -200,8 +221,11 @@ fn fuzz_until_done<EM: ClientManager>(
         state: &mut state,
         manager,
     };
-    let inputs = start_inputs(config, start, client, out);
-    run_start_inputs(config.mode, inputs, &mut considerer, &mut run)?;
+    if !run.state.has_metadata::<StartQueue>() {
+        let inputs = start_inputs(config, start, client, out);
+        run.state.add_metadata(StartQueue { inputs, next: 0 });
+    }
+    run_start_inputs(config.mode, &mut considerer, &mut run)?;
     if config.mode.only_runs_inputs() {
         if config.mode == Mode::Reduce && !run.state.stop_requested() {
             shrink_every_crash(considerer_for(config, &crash_handle), &mut run)?;
@@ -317,13 +341,20 @@ fn fuzzing_state(
             state.clear_corpus_id()?;
             state
         }
-        None => StdState::new(
-            StdRand::with_seed(config.seed),
-            InMemoryCorpus::new(),
-            InMemoryCorpus::new(),
-            feedback,
-            objective,
-        )?,
+        None => {
+            let after_kill = start.after_kill.unwrap_or_default();
+            let mut state = StdState::new(
+                StdRand::with_seed(config.seed.wrapping_add(after_kill.kills)),
+                InMemoryCorpus::new(),
+                InMemoryCorpus::new(),
+                feedback,
+                objective,
+            )?;
+            *libafl::state::HasStartTime::start_time_mut(&mut state) =
+                libafl_bolts::current_time().saturating_sub(after_kill.elapsed);
+            *libafl::state::HasExecutions::executions_mut(&mut state) = after_kill.executions;
+            state
+        }
     };
     state.set_max_size(config.max_len);
     // Set once per run (a restarted process keeps the restored one).
@@ -360,7 +391,7 @@ fn start_inputs(
     out: &OutputDir,
 ) -> Vec<(Vec<u8>, Start)> {
     let nothing = StartInputs::default();
-    let start = if client.is_first() || start.after_kill {
+    let start = if client.is_first() || start.after_kill.is_some() {
         start
     } else {
         &nothing
@@ -385,11 +416,10 @@ fn start_inputs(
         .collect()
 }
 
-/// Runs the start inputs. The cursor lives in the state and moves before each input runs, so an
-/// input that kills the process is not run again after the restart.
+/// Runs the state's start inputs ([`StartQueue`]). The cursor moves before each input runs, so
+/// an input that kills the process is not run again after the restart.
 fn run_start_inputs<E, EM, Z>(
     mode: Mode,
-    inputs: Vec<(Vec<u8>, Start)>,
     considerer: &mut Considerer,
     run: &mut Run<'_, E, EM, State, Z>,
 ) -> Result<(), LabelfuzzError>
@@ -397,12 +427,18 @@ where
     E: ObservedExecutor,
     Z: RunFuzzer<E, EM, State>,
 {
-    for (index, (input, how)) in inputs.into_iter().enumerate() {
-        let progress = run.state.metadata_or_insert_with(|| SeedProgress(0));
-        if index < progress.0 {
-            continue;
-        }
-        progress.0 = index + 1;
+    loop {
+        let queue = run.state.metadata_mut::<StartQueue>()?;
+        let Some((input, how)) = queue
+            .inputs
+            .get_mut(queue.next)
+            .map(|(input, how)| (std::mem::take(input), *how))
+        else {
+            // Run: the list's memory goes, the (empty) queue stays as the mark that it was.
+            *queue = StartQueue::default();
+            break;
+        };
+        queue.next += 1;
         if mode == Mode::Replay || how == Start::Run {
             let input = BytesInput::new(input);
             run.fuzzer

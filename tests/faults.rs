@@ -603,6 +603,69 @@ fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory(
 }
 
 #[test]
+fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_end_processes() {
+    // After a kill the new process runs the reproducers first, and on the faults target most of
+    // them end the process (signals, hangs): each restart must go on with the list read after
+    // the kill, or the corpus is never run again (the table starts over from the empty input
+    // and `corpus/` follows it). And the run goes on: its clock and series do not start over.
+    let fuzzer = build_fuzzer("faults");
+    let out = scratch("faults-killed-with-restarting-reproducers").join("out");
+    let secs = 30;
+    let started = std::time::Instant::now();
+    let running = Group::start(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--timeout",
+            "300",
+            "--rss-limit-mb",
+            "256",
+            "--max-time",
+            &secs.to_string(),
+            "--seed",
+            "2",
+        ],
+    );
+    settled_reproducers(&out, 4);
+    assert!(wait_until(Duration::from_secs(20), || started.elapsed()
+        > Duration::from_secs(10)));
+    let before = common::summary(&out);
+    let labels_before = before["labels"].as_u64().unwrap();
+    let client = children(running.pid())[0];
+    send(client, libc::SIGKILL);
+    let killed_at = before["elapsed_secs"].as_f64().unwrap();
+    let output = running.wait(Duration::from_secs(secs + 60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a new one starts from"), "{stderr}");
+    let series: Vec<serde_json::Value> = std::fs::read_to_string(out.join("stats.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let times: Vec<f64> = series.iter().map(|l| l["time"].as_f64().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "the series started over after the kill: {times:?}"
+    );
+    for line in series
+        .iter()
+        .filter(|l| l["time"].as_f64().unwrap() > killed_at)
+    {
+        assert!(
+            line["labels"].as_u64().unwrap() >= labels_before,
+            "{labels_before} labels before the kill, then {line}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(secs + 10),
+        "the run took {:?} for --max-time {secs}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly() {
     let out = scratch("faults-killed-broker").join("out");
     let (running, before) = planted_run(&out, true, "120");

@@ -159,12 +159,11 @@ pub(crate) fn fuzz_on_cores(
         super::die_with_supervisor();
         let mut manager = manager;
         finished = Some(
-            super::start_after_kill(config, out, start, restored.is_some(), &mut manager).and_then(
-                |restarted| {
+            super::start_after_kill(config, out, start, client, restored.is_some(), &mut manager)
+                .and_then(|restarted| {
                     let start = restarted.as_ref().unwrap_or(start);
                     run_client(config, target, out, start, restored, manager, client)
-                },
-            ),
+                }),
         );
         Ok(())
     };

@@ -133,7 +133,7 @@ fn fuzz_bytes(config: &Config, target: &mut dyn FnMut(&[u8])) -> Result<Outcome,
         previous,
         seeds,
         series,
-        after_kill: false,
+        after_kill: None,
     };
 
     crate::interrupt::install();
@@ -183,7 +183,14 @@ pub(crate) fn fuzz_in_one_process(
         };
     die_with_supervisor();
     let mut manager = manager;
-    let restarted = start_after_kill(config, out, start, restored.is_some(), &mut manager)?;
+    let restarted = start_after_kill(
+        config,
+        out,
+        start,
+        Client::ALONE,
+        restored.is_some(),
+        &mut manager,
+    )?;
     let start = restarted.as_ref().unwrap_or(start);
     let summary = run_client(config, target, out, start, restored, manager, Client::ALONE)?;
     Ok(Outcome {
@@ -203,6 +210,7 @@ pub(crate) fn start_after_kill(
     config: &Config,
     out: &OutputDir,
     start: &StartInputs,
+    client: Client,
     restored: bool,
     manager: &mut (impl respawn::LeaveFreshStart + libafl::events::SendExiting),
 ) -> Result<Option<StartInputs>, LabelfuzzError> {
@@ -235,8 +243,29 @@ pub(crate) fn start_after_kill(
         },
         seeds: start.seeds.clone(),
         series: start.series,
-        after_kill: true,
+        after_kill: Some(killed_process(out, client, kills)),
     }))
+}
+
+/// What the killed predecessor of `client` had done, from the last summary it wrote (its own,
+/// `clients/<n>.json`, in a multi-core run).
+fn killed_process(out: &OutputDir, client: Client, kills: u64) -> crate::engine::AfterKill {
+    let own = if client == Client::ALONE {
+        crate::report::summary::read(out).ok()
+    } else {
+        Summary::read_file(&out.root().join(format!("clients/{}.json", client.index))).ok()
+    };
+    own.map_or(
+        crate::engine::AfterKill {
+            kills,
+            ..Default::default()
+        },
+        |summary| crate::engine::AfterKill {
+            kills,
+            elapsed: std::time::Duration::from_secs_f64(summary.elapsed_secs.max(0.0)),
+            executions: summary.executions,
+        },
+    )
 }
 
 /// Asks the kernel to stop this fuzzing process (SIGTERM: a clean stop with its summary) when
