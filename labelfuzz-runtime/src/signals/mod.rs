@@ -277,20 +277,34 @@ pub fn interrupt_for_memory(thread: libc::pthread_t, grew_across_executions: boo
     } else {
         AbortCause::OutOfMemory
     });
+    // Queued with a tag, so that the handler tells it from an abort() of the process's own
+    // (which a stale note of the watcher's would otherwise have it drop).
+    let tag = libc::sigval {
+        sival_ptr: MEMORY_INTERRUPT_TAG as *mut libc::c_void,
+    };
     // SAFETY: the caller passes a thread that lives as long as the process.
-    unsafe { libc::pthread_kill(thread, libc::SIGABRT) };
+    unsafe {
+        if libc::pthread_sigqueue(thread, libc::SIGABRT, tag) != 0 {
+            // A full signal queue: untagged, it is taken for the target's own abort.
+            libc::pthread_kill(thread, libc::SIGABRT);
+        }
+    }
 }
+
+/// The value the memory watcher's SIGABRT carries.
+const MEMORY_INTERRUPT_TAG: usize = 0x006c_666d_656d;
 
 /// Whether `info` describes a SIGABRT this process sent to itself for the memory limit.
 unsafe fn is_memory_interrupt(signal: libc::c_int, info: *const libc::siginfo_t) -> bool {
     if signal != libc::SIGABRT || info.is_null() {
         return false;
     }
-    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers; `si_pid` is meaningful
-    // for SI_TKILL, which is what pthread_kill sends.
+    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers; `si_pid` and
+    // `si_value` are meaningful for SI_QUEUE, which is what pthread_sigqueue sends.
     unsafe {
-        (*info).si_code == libc::SI_TKILL
+        (*info).si_code == libc::SI_QUEUE
             && (*info).si_pid() == libc::getpid()
+            && (*info).si_value().sival_ptr as usize == MEMORY_INTERRUPT_TAG
             && matches!(
                 NOTED_ABORT.load(Ordering::SeqCst),
                 NOTED_OUT_OF_MEMORY | NOTED_MEMORY_GROWTH
@@ -348,4 +362,48 @@ pub fn take_site() -> Option<SignalSite> {
         stack_overflow: LAST_STACK_OVERFLOW.swap(false, Ordering::Relaxed),
         cause,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI8;
+
+    /// What the test handler decided for the last SIGABRT: 1 the watcher's, 0 not, -1 none yet.
+    static SEEN: AtomicI8 = AtomicI8::new(-1);
+
+    extern "C" fn classify(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+        // SAFETY: the kernel's siginfo for this signal.
+        let memory = unsafe { is_memory_interrupt(signal, info) };
+        SEEN.store(i8::from(memory), Ordering::SeqCst);
+    }
+
+    #[test]
+    fn the_watchers_abort_is_told_from_the_processs_own_while_its_note_stands() {
+        // SAFETY: a handler of this test's for SIGABRT, put back at the end; the signals are
+        // sent to this thread and handled before the calls return.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = classify as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO;
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGABRT, &raw const action, &raw mut previous);
+            interrupt_for_memory(libc::pthread_self(), false);
+            assert_eq!(
+                SEEN.swap(-1, Ordering::SeqCst),
+                1,
+                "the watcher's interrupt"
+            );
+            // abort() raises SIGABRT the same way (tgkill); the watcher's note still stands.
+            assert_eq!(NOTED_ABORT.load(Ordering::SeqCst), NOTED_OUT_OF_MEMORY);
+            libc::raise(libc::SIGABRT);
+            assert_eq!(
+                SEEN.swap(-1, Ordering::SeqCst),
+                0,
+                "the process's own abort"
+            );
+            NOTED_ABORT.store(0, Ordering::SeqCst);
+            libc::sigaction(libc::SIGABRT, &raw const previous, std::ptr::null_mut());
+        }
+    }
 }
