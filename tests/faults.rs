@@ -639,11 +639,7 @@ fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_e
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("a new one starts from"), "{stderr}");
-    let series: Vec<serde_json::Value> = std::fs::read_to_string(out.join("stats.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    let series = labelfuzz::stats::read_series(&out.join("stats.jsonl"));
     let times: Vec<f64> = series.iter().map(|l| l["time"].as_f64().unwrap()).collect();
     assert!(
         times.windows(2).all(|w| w[0] <= w[1]),

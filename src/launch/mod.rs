@@ -250,22 +250,12 @@ pub(crate) fn start_after_kill(
 /// What the killed predecessor of `client` had done, from the last summary it wrote (its own,
 /// `clients/<n>.json`, in a multi-core run).
 fn killed_process(out: &OutputDir, client: Client, kills: u64) -> crate::engine::AfterKill {
-    let own = if client == Client::ALONE {
-        crate::report::summary::read(out).ok()
-    } else {
-        Summary::read_file(&out.root().join(format!("clients/{}.json", client.index))).ok()
-    };
-    own.map_or(
-        crate::engine::AfterKill {
-            kills,
-            ..Default::default()
-        },
-        |summary| crate::engine::AfterKill {
-            kills,
-            elapsed: std::time::Duration::from_secs_f64(summary.elapsed_secs.max(0.0)),
-            executions: summary.executions,
-        },
-    )
+    let own = crate::report::summary::read_own(out, client).unwrap_or_default();
+    crate::engine::AfterKill {
+        kills,
+        elapsed: std::time::Duration::from_secs_f64(own.elapsed_secs.max(0.0)),
+        executions: own.executions,
+    }
 }
 
 /// Asks the kernel to stop this fuzzing process (SIGTERM: a clean stop with its summary) when

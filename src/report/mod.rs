@@ -216,9 +216,8 @@ impl Reporter {
         let parts = if self.client == Client::ALONE {
             Vec::new()
         } else {
-            let name = format!("clients/{}.json", self.client.index);
             self.out
-                .write_summary_to(std::path::Path::new(&name), &own)?;
+                .write_summary_to(&summary::client_file(self.client.index), &own)?;
             summary::client_parts(&self.out, self.client.count)
         };
         let summary = summary::merge_parts(&self.out, &parts).unwrap_or_else(|| own.clone());

@@ -14,6 +14,20 @@ pub fn read(out: &OutputDir) -> Result<Summary, LabelfuzzError> {
     Ok(Summary::read_file(&out.root().join("summary.json"))?)
 }
 
+/// Where client `index` of a multi-core run writes its own summary, under the output directory.
+pub(crate) fn client_file(index: usize) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("clients/{index}.json"))
+}
+
+/// The summary `client` last wrote: its own in a multi-core run, the run's otherwise.
+pub(crate) fn read_own(out: &OutputDir, client: super::Client) -> Option<Summary> {
+    if client == super::Client::ALONE {
+        read(out).ok()
+    } else {
+        Summary::read_file(&out.root().join(client_file(client.index))).ok()
+    }
+}
+
 /// The merge of the summaries the `count` clients of a multi-core run wrote to
 /// `clients/<n>.json` (None when there is none yet). Each crash's length is the length of
 /// the reproducer on disk: the clients share `crashes/`, where the simplest one won, and a
@@ -38,6 +52,6 @@ pub(super) fn merge_parts(out: &OutputDir, parts: &[Summary]) -> Option<Summary>
 /// The summaries the `count` clients of a multi-core run wrote (those there are yet).
 pub(super) fn client_parts(out: &OutputDir, count: usize) -> Vec<Summary> {
     (1..=count)
-        .filter_map(|i| Summary::read_file(&out.root().join(format!("clients/{i}.json"))).ok())
+        .filter_map(|i| Summary::read_file(&out.root().join(client_file(i))).ok())
         .collect()
 }

@@ -18,7 +18,7 @@
 //! stack first, seconds on a large binary or a loaded machine): the execution is that bug, and
 //! its abort is coming.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How much longer than its timeout a starved execution may take before it is timed out anyway.
@@ -30,9 +30,6 @@ const MAX_WINDOW_NS: u64 = 250_000_000;
 
 /// The timeout, in nanoseconds (0: not set, nothing is stretched).
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
-/// Whether the kernel keeps scheduler statistics, without which no execution is found starved
-/// (a sanitizer's report is still waited for).
-static SCHEDSTAT: AtomicBool = AtomicBool::new(false);
 /// The coarse clock's tick (ns): an execution that read less than this short of its timeout may
 /// be over it by LibAFL's fine clock.
 static COARSE_TICK_NS: AtomicU64 = AtomicU64::new(0);
@@ -63,7 +60,6 @@ pub(super) fn set_up(timeout: Duration) {
     // SAFETY: gettid has no preconditions.
     let thread = unsafe { libc::gettid() };
     FUZZING_THREAD.store(thread, Ordering::Relaxed);
-    SCHEDSTAT.store(run_delay_ns(thread).is_some(), Ordering::Relaxed);
     let mut tick = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -171,9 +167,7 @@ pub(super) fn verdict(execution: u64) -> Verdict {
         // execution as that bug follows.
         return Verdict::WatchFor(window);
     }
-    if !SCHEDSTAT.load(Ordering::Relaxed) {
-        return Verdict::Deliver;
-    }
+    // A kernel without scheduler statistics has none to read: nothing is found starved there.
     let Some(delay) = run_delay_ns(FUZZING_THREAD.load(Ordering::Relaxed)) else {
         return Verdict::Deliver;
     };
