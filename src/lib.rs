@@ -13,8 +13,8 @@
 //! Modules, one concept each, from the top of the call graph down:
 //! - [`cli`]: the command line; [`launch`]: one process, or one per core and across machines;
 //!   [`config`]: what a run is asked to do.
-//! - [`engine`]: one fuzzing process assembled from LibAFL's parts; [`guards`]: its
-//!   process-wide hooks; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
+//! - [`engine`]: one fuzzing process assembled from LibAFL's parts; [`start`]: the inputs it
+//!   starts from; [`guards`]: its process-wide hooks; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
 //! - [`stages`] (one file per stage) and [`consider`]: run an input, shrink every improvement.
 //! - [`feedback`], [`scheduler`]: the LibAFL components that judge and pick.
 //! - [`table`], [`crashes`]: the best-per-label table (the corpus) and one reproducer per crash
@@ -69,6 +69,7 @@ pub mod scheduler;
 pub mod seen;
 pub mod side_labels;
 pub mod stages;
+pub mod start;
 pub mod stats;
 pub mod table;
 pub mod value_profile;

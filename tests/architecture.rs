@@ -1,6 +1,8 @@
 //! The layout README.md describes holds: every top-level module of `src/` has a row in its
 //! module table, and a module imports (`crate::…`) only modules of its own row or of rows below
-//! it, so the imports form no circle.
+//! it, so the imports form no circle. And the sizes the project keeps to: no source file of any
+//! crate over 500 lines but the Earley parser (functions over 100 lines are clippy's
+//! `too_many_lines`, denied by `cargo make clippy`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -109,5 +111,48 @@ fn every_module_is_in_the_table_and_imports_only_downwards() {
     assert!(
         upward.is_empty(),
         "imports that go up README's module table (move the row, or the code): {upward:?}"
+    );
+}
+
+/// Where a file may be longer: the Earley parser, one algorithm whose parts only make sense
+/// together.
+const LONG_FILES_ALLOWED: &[&str] = &["labelfuzz-grammar/src/grammar/parse.rs"];
+
+/// The most lines a source file of any workspace crate has.
+const MAX_FILE_LINES: usize = 500;
+
+#[test]
+fn no_source_file_is_over_five_hundred_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let members: Vec<&str> = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("members = ["))
+        .expect("the workspace's members")
+        .trim_end_matches(']')
+        .split(',')
+        .map(|member| member.trim().trim_matches('"'))
+        .collect();
+    assert!(members.len() > 5, "members read: {members:?}");
+    let mut files = Vec::new();
+    for member in members {
+        rust_files(&root.join(member).join("src"), &mut files);
+    }
+    let too_long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let relative = file.strip_prefix(root).expect("under the root");
+            let lines = std::fs::read_to_string(file)
+                .expect("readable")
+                .lines()
+                .count();
+            let allowed = LONG_FILES_ALLOWED.iter().any(|a| relative == Path::new(a));
+            (lines > MAX_FILE_LINES && !allowed)
+                .then(|| format!("{} ({lines})", relative.display()))
+        })
+        .collect();
+    assert!(
+        too_long.is_empty(),
+        "over {MAX_FILE_LINES} lines: {too_long:?}"
     );
 }

@@ -8,6 +8,7 @@ mod cmplog;
 mod crash_shrink;
 mod expand;
 mod havoc;
+mod operands;
 mod pattern;
 mod report;
 
@@ -16,10 +17,11 @@ use libafl::stages::Restartable;
 use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 
-pub use cmplog::{distinct_operands, CmpLogStage, MAX_TRACED_OPERANDS, TRACED_BYTES};
+pub use cmplog::CmpLogStage;
 pub use crash_shrink::CrashShrinkStage;
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;
+pub use operands::{distinct_operands, MAX_TRACED_OPERANDS, TRACED_BYTES};
 pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
 

@@ -38,6 +38,7 @@ mod fuzzers;
 mod grammars;
 mod kill_trials;
 mod ledger;
+mod plot;
 mod publish;
 mod report;
 mod scaling;

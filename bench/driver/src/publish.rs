@@ -47,7 +47,7 @@ pub(crate) fn write_results(
     let plots = bench.join("plots");
     std::fs::create_dir_all(&plots).expect("plots directory");
     for target in targets {
-        let svg = report::plot(target, all, secs);
+        let svg = crate::plot::plot(target, all, secs);
         std::fs::write(plots.join(format!("{}.svg", target.name)), svg).expect("plot");
     }
     write_raw(&bench.join("data.json"), all);
