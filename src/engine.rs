@@ -37,7 +37,7 @@ use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
     CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, PatternStage, ReportStage,
 };
-pub(crate) use crate::start::{AfterKill, StartInputs};
+use crate::start::StartInputs;
 use crate::table::CorpusTable;
 
 /// Havoc stacks at most 2^this mutations per mutant.
@@ -167,7 +167,7 @@ fn fuzz_until_done<EM: ClientManager>(
         state: &mut state,
         manager,
     };
-    crate::start::run_start_inputs(config, start, (client, out), &mut considerer, &mut run)?;
+    crate::start::run_start_inputs(config, start, client, out, &mut considerer, &mut run)?;
     if config.mode.only_runs_inputs() {
         if config.mode == Mode::Reduce && !run.state.stop_requested() {
             shrink_every_crash(considerer_for(config, &crash_handle), &mut run)?;

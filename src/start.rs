@@ -110,7 +110,8 @@ fn start_inputs(
 pub(crate) fn run_start_inputs<E, EM, Z>(
     config: &Config,
     start: &StartInputs,
-    (client, out): (Client, &OutputDir),
+    client: Client,
+    out: &OutputDir,
     considerer: &mut Considerer,
     run: &mut Run<'_, E, EM, State, Z>,
 ) -> Result<(), LabelfuzzError>

@@ -124,19 +124,20 @@ const MAX_FILE_LINES: usize = 500;
 #[test]
 fn no_source_file_is_over_five_hundred_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
-    let members: Vec<&str> = manifest
-        .lines()
-        .find_map(|line| line.strip_prefix("members = ["))
-        .expect("the workspace's members")
-        .trim_end_matches(']')
-        .split(',')
-        .map(|member| member.trim().trim_matches('"'))
-        .collect();
-    assert!(members.len() > 5, "members read: {members:?}");
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(root.join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .expect("cargo metadata");
+    let members = metadata.workspace_packages();
+    assert!(members.len() > 5, "members read: {}", members.len());
     let mut files = Vec::new();
     for member in members {
-        rust_files(&root.join(member).join("src"), &mut files);
+        let dir = member
+            .manifest_path
+            .parent()
+            .expect("a manifest's directory");
+        rust_files(dir.join("src").as_std_path(), &mut files);
     }
     let too_long: Vec<String> = files
         .iter()

@@ -26,10 +26,11 @@ use libafl_bolts::tuples::tuple_list;
 
 use super::Outcome;
 use crate::config::{Config, RemoteBroker};
-use crate::engine::{run_client, StartInputs, State};
+use crate::engine::{run_client, State};
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
 use crate::report::{Client, Summary};
+use crate::start::StartInputs;
 
 /// A TCP port that is free now, for a run that names none: two runs on one machine must not
 /// share a broker.

@@ -16,10 +16,11 @@ use libafl::Error;
 use libafl_bolts::shmem::{ShMemProvider, StdShMemProvider};
 
 use crate::config::{Config, Mode};
-use crate::engine::{run_client, StartInputs};
+use crate::engine::run_client;
 use crate::error::LabelfuzzError;
 use crate::output::OutputDir;
 use crate::report::{Client, Summary};
+use crate::start::{AfterKill, StartInputs};
 
 /// What a finished run found.
 #[derive(Clone, Debug)]
@@ -249,9 +250,9 @@ pub(crate) fn start_after_kill(
 
 /// What the killed predecessor of `client` had done, from the last summary it wrote (its own,
 /// `clients/<n>.json`, in a multi-core run).
-fn killed_process(out: &OutputDir, client: Client, kills: u64) -> crate::engine::AfterKill {
+fn killed_process(out: &OutputDir, client: Client, kills: u64) -> AfterKill {
     let own = crate::report::summary::read_own(out, client).unwrap_or_default();
-    crate::engine::AfterKill {
+    AfterKill {
         kills,
         elapsed: std::time::Duration::from_secs_f64(own.elapsed_secs.max(0.0)),
         executions: own.executions,
