@@ -93,7 +93,7 @@ where
                 let list = if exit_kind == ExitKind::Ok {
                     let operands = traced_operands();
                     learn_tokens(state, &operands, self.traced.as_ref());
-                    distinct_operands(operands, MAX_TRACED_OPERANDS)
+                    distinct_operands(operands, self.traced.as_ref(), MAX_TRACED_OPERANDS)
                 } else {
                     Vec::new()
                 };

@@ -8,25 +8,85 @@ use libafl::corpus::CorpusId;
 /// megabyte per entry, gigabytes for a corpus.
 pub const MAX_TRACED_OPERANDS: usize = 256;
 
-/// The distinct entries of `logged`, without comparisons whose two sides are equal already
-/// (replacing one by the other changes nothing); when more than `cap` remain, `cap` of them spread
-/// evenly over the run, so that the comparisons of late parsing stages are kept too. Each kept
-/// comparison is followed by its narrower shape, if any ([`narrower_shapes`]).
+/// The distinct entries of `logged` that input-to-state replacement can use on `input`, without
+/// comparisons whose two sides are equal already (replacing one by the other changes nothing)
+/// or neither of whose sides occurs in `input` (the only place a mutant writes); when more than
+/// `cap` remain, `cap` of them spread evenly over the run, so that the comparisons of late
+/// parsing stages are kept too. Each comparison comes with its narrower shape, if any
+/// ([`narrower_shapes`]). A target's own set-up compares constants with constants on every run
+/// (opening SQLite's database thousands of times): capped before this filter, they crowded out
+/// the few comparisons that read the input.
 #[must_use]
 pub fn distinct_operands(
     logged: Vec<libafl::observers::CmpValues>,
+    input: &[u8],
     cap: usize,
 ) -> Vec<libafl::observers::CmpValues> {
-    let kept = distinct(logged);
-    let kept = if kept.len() <= cap {
-        kept
-    } else {
-        let step = kept.len() as f64 / cap as f64;
-        (0..cap)
-            .map(|i| kept[(i as f64 * step) as usize].clone())
-            .collect()
-    };
-    distinct(kept.into_iter().flat_map(narrower_shapes).collect())
+    let occurrences = Occurrences::of(input);
+    let kept: Vec<_> = distinct(logged.into_iter().flat_map(narrower_shapes).collect())
+        .into_iter()
+        .filter(|value| occurrences.can_replace(value))
+        .collect();
+    if kept.len() <= cap {
+        return kept;
+    }
+    let step = kept.len() as f64 / cap as f64;
+    (0..cap)
+        .map(|i| kept[(i as f64 * step) as usize].clone())
+        .collect()
+}
+
+/// Which byte pairs an input holds, to tell quickly whether a comparison's operand occurs in it.
+struct Occurrences<'a> {
+    input: &'a [u8],
+    bytes: [bool; 256],
+    /// One bit per adjacent byte pair `(a, b)`, at `a << 8 | b`.
+    pairs: Vec<u64>,
+}
+
+impl<'a> Occurrences<'a> {
+    fn of(input: &'a [u8]) -> Self {
+        let mut bytes = [false; 256];
+        let mut pairs = vec![0u64; 65_536 / 64];
+        for &b in input {
+            bytes[usize::from(b)] = true;
+        }
+        for pair in input.windows(2) {
+            let key = usize::from(pair[0]) << 8 | usize::from(pair[1]);
+            pairs[key / 64] |= 1 << (key % 64);
+        }
+        Occurrences {
+            input,
+            bytes,
+            pairs,
+        }
+    }
+
+    /// Whether `pattern` (two bytes or more) occurs in the input.
+    fn holds(&self, pattern: &[u8]) -> bool {
+        let key = usize::from(pattern[0]) << 8 | usize::from(pattern[1]);
+        self.pairs[key / 64] & (1 << (key % 64)) != 0
+            && self.input.windows(pattern.len()).any(|w| w == pattern)
+    }
+
+    /// Whether input-to-state replacement finds a side of `value` in the input, in either byte
+    /// order for integers (byte strings are kept: their prefixes are searched too).
+    fn can_replace(&self, value: &libafl::observers::CmpValues) -> bool {
+        use libafl::observers::CmpValues;
+        match *value {
+            CmpValues::U8((a, b, _)) => self.bytes[usize::from(a)] || self.bytes[usize::from(b)],
+            CmpValues::U16((a, b, _)) => [a, b]
+                .iter()
+                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
+            CmpValues::U32((a, b, _)) => [a, b]
+                .iter()
+                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
+            CmpValues::U64((a, b, _)) => [a, b]
+                .iter()
+                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
+            CmpValues::Bytes(_) => true,
+        }
+    }
 }
 
 /// `value`, and for a 64-bit comparison whose two sides fit 32 bits, the same comparison at 32
@@ -138,7 +198,8 @@ mod tests {
             CmpValues::Bytes((bytes(b"SELECT"), bytes(b"SELEC"))),
             CmpValues::Bytes((bytes(b"same"), bytes(b"same"))),
         ];
-        let kept = distinct_operands(logged.clone(), 10);
+        let input = [1, 7, 0, 0, 0, 0, 0, 0, 0, 2];
+        let kept = distinct_operands(logged.clone(), &input, 10);
         assert_eq!(
             kept,
             vec![
@@ -149,14 +210,42 @@ mod tests {
             ],
             "the same comparison once (the U64's 32-bit shape is the U32); equal sides never"
         );
-        assert_eq!(distinct_operands(logged, 2).len(), 2);
+        assert_eq!(distinct_operands(logged, &input, 2).len(), 2);
         let many: Vec<CmpValues> = (0..10_000u32)
             .map(|i| CmpValues::U32((i << 16, (i + 1) << 16, false)))
             .collect();
-        let kept = distinct_operands(many, MAX_TRACED_OPERANDS);
+        let every_value: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i << 16).to_le_bytes())
+            .collect();
+        let kept = distinct_operands(many, &every_value, MAX_TRACED_OPERANDS);
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
         assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000 << 16));
+    }
+
+    #[test]
+    fn comparisons_the_input_does_not_hold_are_left_out_before_the_cap() {
+        // A set-up comparing constants on every run, then one comparison of an input byte.
+        let mut logged: Vec<CmpValues> = (0..1_000u32)
+            .map(|i| CmpValues::U32((0x4000_0000 + i, 0x5000_0000, true)))
+            .collect();
+        logged.push(CmpValues::U8((b'A', b'E', false)));
+        logged.push(CmpValues::U16((0x4e45, 0x1234, true)));
+        let kept = distinct_operands(logged, b"ADD EN", 4);
+        assert_eq!(
+            kept,
+            vec![
+                CmpValues::U8((b'A', b'E', false)),
+                CmpValues::U16((0x4e45, 0x1234, true)),
+            ],
+            "the input's comparisons survive the cap; 0x4e45 is EN little-endian"
+        );
+        let big_endian = distinct_operands(
+            vec![CmpValues::U32((0x0102_0304, 9, false))],
+            &[1, 2, 3, 4],
+            4,
+        );
+        assert_eq!(big_endian.len(), 1, "either byte order counts");
     }
 
     #[test]
