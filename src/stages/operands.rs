@@ -69,21 +69,22 @@ impl<'a> Occurrences<'a> {
             && self.input.windows(pattern.len()).any(|w| w == pattern)
     }
 
+    /// Whether `a` or `b`, integers `width` bytes wide, occurs in the input in either byte order.
+    fn holds_a_side(&self, a: u64, b: u64, width: usize) -> bool {
+        [a, b].iter().any(|v| {
+            self.holds(&v.to_le_bytes()[..width]) || self.holds(&v.to_be_bytes()[8 - width..])
+        })
+    }
+
     /// Whether input-to-state replacement finds a side of `value` in the input, in either byte
     /// order for integers (byte strings are kept: their prefixes are searched too).
     fn can_replace(&self, value: &libafl::observers::CmpValues) -> bool {
         use libafl::observers::CmpValues;
         match *value {
             CmpValues::U8((a, b, _)) => self.bytes[usize::from(a)] || self.bytes[usize::from(b)],
-            CmpValues::U16((a, b, _)) => [a, b]
-                .iter()
-                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
-            CmpValues::U32((a, b, _)) => [a, b]
-                .iter()
-                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
-            CmpValues::U64((a, b, _)) => [a, b]
-                .iter()
-                .any(|v| self.holds(&v.to_le_bytes()) || self.holds(&v.to_be_bytes())),
+            CmpValues::U16((a, b, _)) => self.holds_a_side(a.into(), b.into(), 2),
+            CmpValues::U32((a, b, _)) => self.holds_a_side(a.into(), b.into(), 4),
+            CmpValues::U64((a, b, _)) => self.holds_a_side(a, b, 8),
             CmpValues::Bytes(_) => true,
         }
     }
