@@ -2,7 +2,7 @@
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each
 //! default is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
-//! (`bench/results/<secs>s/<target>/labelfuzz-no-<lever>/` for a lever on by default,
+//! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
 //! `labelfuzz-with-<lever>/` for one off by default); the default runs are the standard
 //! benchmark's labelfuzz runs, reused when their sources are current.
 

@@ -6,6 +6,11 @@
 //! run of `cargo make bench` on any machine reuses it instead of running it again, as long as
 //! nothing that decides the run's outcome has changed since.
 //!
+//! Records are kept per processor model (`bench/results/<secs>s/<processor>/…`): executions a
+//! second, and so coverage at a fixed time, depend on the processor, so a table mixes no two
+//! models. Runs are reused and written for this machine's model; `BENCH_PROCESSOR` names
+//! another model's records for the tables only (see [`processor`]).
+//!
 //! What decides it is the run's *sources*: the files its binaries and its measurement are built
 //! from, and the compilers' versions. Their hash is the record's `build` field. Binaries cannot
 //! serve: rebuilt on another machine or in another checkout they differ in embedded paths even
@@ -20,14 +25,49 @@ use crate::fuzzers::Fuzzer;
 use crate::targets::{Kind, Target};
 use crate::util::root;
 
-/// Where a run's record is kept in the repository.
-pub fn record_path(secs: u64, target: &str, fuzzer: Fuzzer, seed: u64) -> PathBuf {
+/// Where a run's record is kept in the repository, among the records of processor model
+/// `processor` (a [`slug`]).
+pub fn record_path(secs: u64, processor: &str, target: &str, fuzzer: Fuzzer, seed: u64) -> PathBuf {
     root()
         .join("bench/results")
         .join(format!("{secs}s"))
+        .join(processor)
         .join(target)
         .join(fuzzer.dir_name())
         .join(format!("seed{seed}.json"))
+}
+
+/// A processor model as a directory name: `Intel(R) Xeon(R) Processor` → `intel-xeon-processor`.
+pub fn slug(model: &str) -> String {
+    let plain = model
+        .replace("(R)", " ")
+        .replace("(TM)", " ")
+        .replace("(tm)", " ");
+    let words: Vec<String> = plain
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words.is_empty() {
+        "unknown-processor".into()
+    } else {
+        words.join("-")
+    }
+}
+
+/// Whose records the tables are made of: `BENCH_PROCESSOR` (a model's name or its [`slug`]) or
+/// this machine's model; and whether that is this machine's, the only case in which runs can be
+/// done and kept.
+pub fn processor() -> (String, bool) {
+    let here = slug(&crate::util::cpu_model());
+    match std::env::var("BENCH_PROCESSOR") {
+        Ok(chosen) if !chosen.trim().is_empty() => {
+            let chosen = slug(&chosen);
+            let is_here = chosen == here;
+            (chosen, is_here)
+        }
+        _ => (here, true),
+    }
 }
 
 /// The repository paths (files or directories) whose contents decide how `fuzzer` behaves on
@@ -179,6 +219,18 @@ pub fn keep(measured: &Path, record: &Path) {
 mod tests {
     use super::*;
     use crate::targets::TARGETS;
+
+    #[test]
+    fn processor_models_become_directory_names() {
+        assert_eq!(slug("Intel(R) Xeon(R) Processor"), "intel-xeon-processor");
+        assert_eq!(slug("AMD EPYC"), "amd-epyc");
+        assert_eq!(slug("amd-epyc"), "amd-epyc");
+        assert_eq!(
+            slug("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"),
+            "intel-core-i7-8700-cpu-3-20ghz"
+        );
+        assert_eq!(slug(""), "unknown-processor");
+    }
 
     #[test]
     fn only_labelfuzz_runs_depend_on_the_engine_and_its_lock_file() {

@@ -18,6 +18,8 @@
 //! - `BENCH_CPUS` (every core): the cores to run on, one fuzzer per core at a time;
 //! - `BENCH_MEASURE_EVERY` (1 minute up to 20-minute runs, else 5): minutes between measured
 //!   snapshots;
+//! - `BENCH_PROCESSOR` (this machine's): the processor model whose records (kept per model, see
+//!   `ledger.rs`) are reused and tabled; another model's only with `BENCH_FUZZERS=none`;
 //! - `BENCH_FRESH=1` reruns runs that already finished (by default a rerun only does what is
 //!   missing or was run from other sources, so an interrupted benchmark resumes, on this machine
 //!   or, from the records in `bench/results/` (see `ledger.rs`), on another);
@@ -84,6 +86,11 @@ struct Settings {
     run_none: bool,
     /// `BENCH_ABLATION`: the levers to flip (empty: the standard comparison of three fuzzers).
     pub(crate) ablation: Vec<ablation::Lever>,
+    /// The processor model whose records fill the tables ([`ledger::processor`]).
+    processor: String,
+    /// Whether `processor` is this machine's: only then do the run directories under
+    /// `target/bench` hold its runs.
+    processor_is_here: bool,
 }
 
 impl Settings {
@@ -93,6 +100,14 @@ impl Settings {
             ablation::Lever::parse_list(&std::env::var("BENCH_ABLATION").unwrap_or_default())
                 .unwrap_or_else(|e| panic!("{e}"));
         let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
+        let (processor, processor_is_here) = ledger::processor();
+        assert!(
+            processor_is_here || fuzzers_to_run.trim() == "none",
+            "BENCH_PROCESSOR={processor} is not this machine's processor ({}): runs are kept \
+             with the processor they ran on, so another model's records can only be tabled \
+             (BENCH_FUZZERS=none)",
+            ledger::slug(&util::cpu_model())
+        );
         let run_none = fuzzers_to_run.trim() == "none";
         let known: Vec<&str> = fuzzers_of(&ablation).iter().map(|f| f.dir_name()).collect();
         assert!(
@@ -113,6 +128,8 @@ impl Settings {
             fuzzers_to_run,
             run_none,
             ablation,
+            processor,
+            processor_is_here,
         }
     }
 
@@ -218,13 +235,20 @@ fn plan_jobs(
             for (fuzzer, fingerprint) in settings.fuzzers().into_iter().zip(&fingerprints[target]) {
                 let run = settings.runs(fuzzer);
                 // The kept record first: it is what the tables were published from.
-                let record = ledger::record_path(settings.secs, chosen_target.name, fuzzer, seed);
-                let finished = [
-                    record.clone(),
-                    fuzzers::run_dir(bench, chosen_target.name, fuzzer, seed).join("measured.json"),
-                ]
-                .into_iter()
-                .find(|file| read_json(file)["build"].as_str() == Some(fingerprint.as_str()));
+                let record = ledger::record_path(
+                    settings.secs,
+                    &settings.processor,
+                    chosen_target.name,
+                    fuzzer,
+                    seed,
+                );
+                // A run directory holds this machine's runs; tables of another processor's
+                // records read those records only.
+                let here =
+                    fuzzers::run_dir(bench, chosen_target.name, fuzzer, seed).join("measured.json");
+                let finished = std::iter::once(record.clone())
+                    .chain(settings.processor_is_here.then_some(here))
+                    .find(|file| read_json(file)["build"].as_str() == Some(fingerprint.as_str()));
                 // A fuzzer not run this time still fills the tables with its finished runs.
                 if !run && finished.is_none() {
                     if record.exists() {
@@ -294,7 +318,7 @@ fn run_job(
     let secs = settings.secs;
     let target = targets[job.target];
     let dir = fuzzers::run_dir(bench, target.name, job.fuzzer, job.seed);
-    let record = ledger::record_path(secs, target.name, job.fuzzer, job.seed);
+    let record = ledger::record_path(secs, &settings.processor, target.name, job.fuzzer, job.seed);
     let measured_here = dir.join("measured.json");
     let measured = match &job.finished {
         Some(file) if !settings.fresh || !job.run => {
