@@ -55,19 +55,16 @@ pub fn slug(model: &str) -> String {
     }
 }
 
-/// Whose records the tables are made of: `BENCH_PROCESSOR` (a model's name or its [`slug`]) or
-/// this machine's model; and whether that is this machine's, the only case in which runs can be
-/// done and kept.
-pub fn processor() -> (String, bool) {
+/// Whose records the tables are made of, as a [`slug`]: `BENCH_PROCESSOR` (a model's name or
+/// its slug) or else this machine's model; and this machine's model, the only one whose runs can
+/// be done and kept here.
+pub fn processor() -> (String, String) {
     let here = slug(&crate::util::cpu_model());
-    match std::env::var("BENCH_PROCESSOR") {
-        Ok(chosen) if !chosen.trim().is_empty() => {
-            let chosen = slug(&chosen);
-            let is_here = chosen == here;
-            (chosen, is_here)
-        }
-        _ => (here, true),
-    }
+    let chosen = std::env::var("BENCH_PROCESSOR")
+        .ok()
+        .filter(|chosen| !chosen.trim().is_empty())
+        .map_or_else(|| here.clone(), |chosen| slug(&chosen));
+    (chosen, here)
 }
 
 /// The repository paths (files or directories) whose contents decide how `fuzzer` behaves on

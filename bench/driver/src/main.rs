@@ -100,13 +100,13 @@ impl Settings {
             ablation::Lever::parse_list(&std::env::var("BENCH_ABLATION").unwrap_or_default())
                 .unwrap_or_else(|e| panic!("{e}"));
         let fuzzers_to_run = std::env::var("BENCH_FUZZERS").unwrap_or_default();
-        let (processor, processor_is_here) = ledger::processor();
+        let (processor, here) = ledger::processor();
+        let processor_is_here = processor == here;
         assert!(
             processor_is_here || fuzzers_to_run.trim() == "none",
-            "BENCH_PROCESSOR={processor} is not this machine's processor ({}): runs are kept \
+            "BENCH_PROCESSOR={processor} is not this machine's processor ({here}): runs are kept \
              with the processor they ran on, so another model's records can only be tabled \
-             (BENCH_FUZZERS=none)",
-            ledger::slug(&util::cpu_model())
+             (BENCH_FUZZERS=none)"
         );
         let run_none = fuzzers_to_run.trim() == "none";
         let known: Vec<&str> = fuzzers_of(&ablation).iter().map(|f| f.dir_name()).collect();
