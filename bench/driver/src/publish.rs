@@ -43,7 +43,11 @@ pub(crate) fn write_results(
         }
         return;
     }
-    let tables = report::tables(targets, all, secs, seeds);
+    let tables = format!(
+        "{}\n{}",
+        report::tables(targets, all, secs, seeds),
+        report::reading(targets, all, seeds)
+    );
     let plots = bench.join("plots");
     std::fs::create_dir_all(&plots).expect("plots directory");
     for target in targets {
