@@ -184,7 +184,12 @@ pub fn reading(targets: &[&'static Target], all: &[Measured], seeds: u64) -> Str
         };
         let anchor = Fuzzer::ALL[c.best_other].name();
         let gap = ours - theirs;
-        let unit = yardstick_name(target);
+        // "1 branch", "1 line": the yardstick's name is a plural.
+        let unit = match (yardstick_name(target), gap.abs() == 1.0) {
+            ("branches", true) => "branch",
+            ("lines", true) => "line",
+            (plural, _) => plural,
+        };
         let percent = 100.0 * gap.abs() / theirs.max(1.0);
         let said = format!(
             "{} ({:.0} {unit}, {percent:.1} %, {} {anchor})",
@@ -456,7 +461,7 @@ mod tests {
         let mut second = run(Fuzzer::Labelfuzz, 1, 95, 300);
         second.target = &TARGETS[1];
         all.push(second);
-        let mut anchor = run(Fuzzer::Aflpp, 1, 100, 200);
+        let mut anchor = run(Fuzzer::Aflpp, 1, 96, 200);
         anchor.target = &TARGETS[1];
         all.push(anchor);
         let text = reading(&targets, &all, 1);
@@ -464,7 +469,7 @@ mod tests {
         assert!(
             text.contains(&format!(
                 "more than the better anchor on {first} (10 branches, 10.0 %, more than AFL++); \
-                 as much on none; less on {other} (5 branches, 5.0 %, fewer than AFL++)."
+                 as much on none; less on {other} (1 branch, 1.0 %, fewer than AFL++)."
             )),
             "{text}"
         );
