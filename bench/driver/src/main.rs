@@ -42,6 +42,7 @@ mod kill_trials;
 mod ledger;
 mod plot;
 mod publish;
+mod reading;
 mod report;
 mod scaling;
 mod targets;

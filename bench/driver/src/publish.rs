@@ -46,7 +46,7 @@ pub(crate) fn write_results(
     let tables = format!(
         "{}\n{}",
         report::tables(targets, all, secs, seeds),
-        report::reading(targets, all, seeds)
+        crate::reading::reading(targets, all, seeds)
     );
     let plots = bench.join("plots");
     std::fs::create_dir_all(&plots).expect("plots directory");
