@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::fuzzers::Fuzzer;
-use crate::report::{compare, yardstick_name, Measured};
+use crate::report::{compare, ratio, yardstick_name, Measured};
 use crate::targets::Target;
 
 /// The first table read in words, so that no figure about it is typed by hand: where labelfuzz
@@ -19,7 +19,11 @@ pub fn reading(targets: &[&'static Target], all: &[Measured], seeds: u64) -> Str
     let mut smallest = 0;
     for target in targets {
         let c = compare(all, target, seeds);
-        let (Some(ours), Some(theirs)) = (c.medians[0], c.medians[c.best_other]) else {
+        let (Some(ours), Some(theirs), Some(against)) = (
+            c.medians[0],
+            c.medians[c.best_other],
+            ratio(c.medians[0], c.medians[c.best_other]),
+        ) else {
             continue;
         };
         let anchor = Fuzzer::ALL[c.best_other].name();
@@ -42,9 +46,11 @@ pub fn reading(targets: &[&'static Target], all: &[Measured], seeds: u64) -> Str
             g if g < 0.0 => behind.push(said),
             _ => level.push(format!("{} (with {anchor})", target.name)),
         }
-        ratios.push(ours / theirs.max(1.0));
-        if let (Some(b), Some(other)) = (c.bytes[0], c.bytes[c.best_other]) {
-            byte_ratios.push(b / other.max(1.0));
+        ratios.push(against);
+        if let (Some(b), Some(bytes_against)) =
+            (c.bytes[0], ratio(c.bytes[0], c.bytes[c.best_other]))
+        {
+            byte_ratios.push(bytes_against);
             let others_smallest = c.bytes[1..]
                 .iter()
                 .flatten()
