@@ -37,7 +37,8 @@ fn without_hooks(grammar: &Value) -> Value {
 
 /// `BENCH_ONLY=sql-hooks`: SQLite in grammar mode with the SQL grammar (its hooks make
 /// statements name tables and columns that exist) and with the same grammar without hooks,
-/// `BENCH_SECS` each (default 600) for `BENCH_SEEDS` seeds (default 1), on one core; edges
+/// `BENCH_SECS` each (default 600) for `BENCH_SEEDS` seeds (default 1), on one core (the first
+/// of `BENCH_CPUS`); edges
 /// as labelfuzz counts them (same binary, same counter for both).
 pub(crate) fn sql_hooks(work: &Path) -> String {
     let secs = env_secs("BENCH_SECS", 600);
@@ -59,26 +60,8 @@ pub(crate) fn sql_hooks(work: &Path) -> String {
         for (name, grammar) in [("with hooks", &with), ("without hooks", &without)] {
             eprintln!("bench: SQL grammar {name}, seed {seed}");
             let out = fresh_dir(&work.join(format!("sql-{}-{seed}", name.replace(' ', "-"))));
-            let status = Command::new(&fuzzer)
-                .args([
-                    "-q",
-                    "--seed",
-                    &seed.to_string(),
-                    "--max-time",
-                    &secs.to_string(),
-                ])
-                .arg("--grammar")
-                .arg(grammar)
-                .arg("-o")
-                .arg(&out)
-                .stderr(Stdio::null())
-                .status()
-                .expect("the SQLite fuzzer runs");
-            assert!(
-                status.code().is_some_and(|c| c <= 1),
-                "SQLite fuzzer: {status}"
-            );
-            let summary = read_summary(&out);
+            let flags = [std::ffi::OsStr::new("--grammar"), grammar.as_os_str()];
+            let summary = run_pinned(&fuzzer, &out, secs, seed, &flags);
             let _ = writeln!(
                 t,
                 "| {name} | {seed} | {} | {} | {} | {} |",
@@ -92,13 +75,26 @@ pub(crate) fn sql_hooks(work: &Path) -> String {
     t
 }
 
-/// Runs `fuzzer` pinned to the first core for `secs` with `flags`, into `out`; returns its
-/// summary.
-fn run_pinned(fuzzer: &Path, out: &Path, secs: u64, flags: &[&std::ffi::OsStr]) -> Value {
+/// Runs `fuzzer` pinned to the first of the bench's cores (`BENCH_CPUS`) for `secs` with
+/// `flags` and random seed `seed`, into `out`; returns its summary.
+fn run_pinned(
+    fuzzer: &Path,
+    out: &Path,
+    secs: u64,
+    seed: u64,
+    flags: &[&std::ffi::OsStr],
+) -> Value {
+    let core = crate::cpus().first().copied().unwrap_or(0);
     let status = Command::new("taskset")
-        .args(["-c", "0"])
+        .args(["-c", &core.to_string()])
         .arg(fuzzer)
-        .args(["-q", "--seed", "1", "--max-time", &secs.to_string()])
+        .args([
+            "-q",
+            "--seed",
+            &seed.to_string(),
+            "--max-time",
+            &secs.to_string(),
+        ])
         .args(flags)
         .arg("-o")
         .arg(out)
@@ -111,7 +107,7 @@ fn run_pinned(fuzzer: &Path, out: &Path, secs: u64, flags: &[&std::ffi::OsStr]) 
 }
 
 /// `BENCH_ONLY=grammars`: the `json` target (serde_json) for `BENCH_SECS` each (default 600),
-/// seed 1, pinned to one core: in bytes mode; with the hand-written grammar
+/// seed 1, pinned to one core (the first of `BENCH_CPUS`): in bytes mode; with the hand-written grammar
 /// (`fuzzers/json/grammar.json`); and with the grammar `FUZZER mine` mines from the bytes run's
 /// corpus with the target's mining build (`cargo labelfuzz build --mine`), its error path
 /// serde_json's syntax-error constructor. The mined run starts from nothing but its grammar.
@@ -122,7 +118,7 @@ pub(crate) fn grammars(work: &Path) -> String {
     let hand_written = root().join("fuzzers/json/grammar.json");
     let bytes_out = fresh_dir(&work.join("json-bytes"));
     eprintln!("bench: json in bytes mode");
-    let bytes = run_pinned(&fuzzer, &bytes_out, secs, &[]);
+    let bytes = run_pinned(&fuzzer, &bytes_out, secs, 1, &[]);
     eprintln!("bench: mining json's grammar from the bytes run's corpus");
     let mined = work.join("json-mined.json");
     let started = std::time::Instant::now();
@@ -152,7 +148,7 @@ pub(crate) fn grammars(work: &Path) -> String {
         eprintln!("bench: json with the {name}");
         let out = fresh_dir(&work.join(format!("json-{}", name.replace(' ', "-"))));
         let flags = [std::ffi::OsStr::new("--grammar"), grammar.as_os_str()];
-        rows.push((name, run_pinned(&fuzzer, &out, secs, &flags)));
+        rows.push((name, run_pinned(&fuzzer, &out, secs, 1, &flags)));
     }
     let mut t = format!(
         "serde_json (the `json` target), {secs} s per run, seed 1, one core; edges and labels \

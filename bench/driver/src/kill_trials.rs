@@ -29,6 +29,18 @@ enum Victim {
     Everything,
 }
 
+impl Victim {
+    /// How the report's table names it.
+    fn describe(self) -> &'static str {
+        match self {
+            Victim::Broker => "the launching process (broker)",
+            Victim::Supervisor => "a supervisor",
+            Victim::Client => "a client",
+            Victim::Everything => "every process",
+        }
+    }
+}
+
 const VICTIMS: [Victim; 4] = [
     Victim::Broker,
     Victim::Supervisor,
@@ -206,7 +218,7 @@ fn report(trials: u64, tally: &Tally, last_status: Option<i32>, leftovers: usize
     );
     let _ = writeln!(t, "| killed | trials |\n|---|---:|");
     for (victim, count) in &tally.kills {
-        let _ = writeln!(t, "| {victim:?} | {count} |");
+        let _ = writeln!(t, "| {} | {count} |", victim.describe());
     }
     let _ = writeln!(
         t,

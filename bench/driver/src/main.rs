@@ -27,7 +27,9 @@
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
 //! - `BENCH_ONLY=empty,planted,scaling`, `sql-hooks`, `grammars`, `soak` or `kill-trials` runs
-//!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`);
+//!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`); with
+//!   `BENCH_PUBLISH` their text goes between `<!-- bench:<BENCH_ONLY>:begin -->` and its end,
+//!   with the command, processor and commit that produced it;
 //! - `BENCH_ABLATION=cmp-progress,cmplog,havoc,regular-runs,rare-schedule` runs labelfuzz with
 //!   each named lever flipped
 //!   from its default beside labelfuzz as it ships, instead of the three fuzzers, and writes the
@@ -162,6 +164,9 @@ fn main() {
         let text = extras::run(&only, &work);
         println!("{text}");
         std::fs::write(work.join("results.md"), &text).expect("results.md");
+        if let Ok(file) = std::env::var("BENCH_PUBLISH") {
+            publish::publish_extras(Path::new(&file), &only, &text);
+        }
         return;
     }
     let settings = Settings::from_env();
@@ -370,7 +375,7 @@ fn run_job(
 }
 
 /// The cores to run on: `BENCH_CPUS` or all of them.
-fn cpus() -> Vec<usize> {
+pub(crate) fn cpus() -> Vec<usize> {
     match std::env::var("BENCH_CPUS") {
         Ok(list) if !list.trim().is_empty() => list
             .split(',')
