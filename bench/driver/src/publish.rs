@@ -164,7 +164,7 @@ fn command_line(sections: &[String]) -> String {
 }
 
 /// Where and when: the processor model, the date (UTC) and the commit the binaries were built
-/// from (and whether the working tree had changes).
+/// from (and whether the working tree had changes other than text and records).
 fn provenance() -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -176,7 +176,18 @@ fn provenance() -> String {
             .unwrap_or_default()
     };
     let commit = git(&["rev-parse", "--short", "HEAD"]);
-    let changed = if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+    // Text and records change nothing that was measured (and publishing writes text).
+    let changed = if git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":!*.md",
+        ":!bench/results",
+    ])
+    .is_empty()
+    {
         ""
     } else {
         " with uncommitted changes"
