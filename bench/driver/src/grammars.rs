@@ -52,7 +52,7 @@ pub(crate) fn sql_hooks(work: &Path) -> String {
     std::fs::write(&without, plain.to_string()).expect("write the grammar");
     let mut t = format!(
         "SQLite in grammar mode, {secs} s per run, {seeds} seed(s), one core; edges and labels \
-         as labelfuzz counts them (`BENCH_ONLY=sql-hooks cargo make bench`).\n\n\
+         as labelfuzz counts them.\n\n\
          | grammar | seed | edges | labels | executions | corpus |\n\
          |---|---:|---:|---:|---:|---:|\n"
     );
@@ -152,8 +152,7 @@ pub(crate) fn grammars(work: &Path) -> String {
     }
     let mut t = format!(
         "serde_json (the `json` target), {secs} s per run, seed 1, one core; edges and labels \
-         as labelfuzz counts them, one binary for every mode (`BENCH_ONLY=grammars cargo make \
-         bench`). The mined grammar came from the bytes run's corpus in {mining_secs:.0} s \
+         as labelfuzz counts them, one binary for every mode. The mined grammar came from the bytes run's corpus in {mining_secs:.0} s \
          ({precision}).\n\n\
          | inputs | edges | labels | executions | corpus |\n\
          |---|---:|---:|---:|---:|\n"

@@ -214,7 +214,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn report(trials: u64, tally: &Tally, last_status: Option<i32>, leftovers: usize) -> String {
     let mut t = format!(
         "Kill trials: {trials} random `kill -9`s of a two-core run of the `faults` target, each \
-         trial resuming the same output directory (`cargo make kill-trials`).\n\n"
+         trial resuming the same output directory.\n\n"
     );
     let _ = writeln!(t, "| killed | trials |\n|---|---:|");
     for (victim, count) in &tally.kills {

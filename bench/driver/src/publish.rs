@@ -163,8 +163,8 @@ fn command_line(sections: &[String]) -> String {
     format!("{} cargo make bench", settings.join(" "))
 }
 
-/// Where and when: the processor model, the date (UTC) and the commit the binaries were built
-/// from (and whether the working tree had changes other than text and records).
+/// Where and from what: the processor model and the commit the binaries were built from, with
+/// its date (and whether the working tree had changes other than text and records).
 fn provenance() -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -175,7 +175,6 @@ fn provenance() -> String {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default()
     };
-    let commit = git(&["rev-parse", "--short", "HEAD"]);
     // Text and records change nothing that was measured (and publishing writes text).
     let changed = if git(&[
         "status",
@@ -192,33 +191,11 @@ fn provenance() -> String {
     } else {
         " with uncommitted changes"
     };
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400);
-    let (year, month, day) = civil_date(days);
     format!(
-        "on {}, {year}-{month:02}-{day:02}, commit `{commit}`{changed}",
-        crate::util::cpu_model()
+        "on {}, commit `{}`{changed}",
+        crate::util::cpu_model(),
+        git(&["show", "--no-patch", "--format=%h of %cs", "HEAD"])
     )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (eras of 400 years, 146 097 days).
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    let shifted = days + 719_468; // days since 0000-03-01
-    let era = shifted / 146_097;
-    let day_of_era = shifted % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153; // March is 0
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = era * 400 + year_of_era + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Replaces what a Markdown file holds between `<!-- bench:NAME:begin -->` and its end marker.
@@ -266,14 +243,6 @@ fn pathdiff(path: &Path, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_counted_from_the_epoch() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(59), (1970, 3, 1));
-        assert_eq!(civil_date(11_016), (2000, 2, 29));
-        assert_eq!(civil_date(20_785), (2026, 11, 28));
-    }
 
     #[test]
     fn plot_links_are_relative_to_the_published_file() {
