@@ -35,6 +35,9 @@ pub struct Config {
     pub schedule: labelfuzz_core::schedule::Schedule,
     /// Input-to-state (CmpLog) mutants tried per scheduled input after one traced run (0: off).
     pub cmplog: usize,
+    /// Input-to-state also for comparisons of scaled or offset input values
+    /// (`--cmplog-transforms`).
+    pub cmplog_transforms: bool,
     /// Executions each crash label's abstract failure pattern may cost (0: no patterns).
     pub pattern_budget: usize,
     /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or

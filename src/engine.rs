@@ -181,12 +181,15 @@ fn fuzz_until_done<EM: ClientManager>(
         config.havoc,
         config.max_len,
     );
-    let cmplog = CmpLogStage::new(HavocStage::new(
-        considerer_for(config, &crash_handle),
-        I2SRandReplace::new(),
-        config.cmplog,
-        config.max_len,
-    ));
+    let cmplog = CmpLogStage::new(
+        HavocStage::new(
+            considerer_for(config, &crash_handle),
+            I2SRandReplace::new(),
+            config.cmplog,
+            config.max_len,
+        ),
+        config.cmplog_transforms,
+    );
     let mut expand = ExpandStage::new(considerer, config.max_len)
         .with_dictionary(&config.dictionary)
         .with_regular_runs(config.regular_runs);

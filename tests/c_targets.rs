@@ -698,6 +698,38 @@ fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
 }
 
 #[test]
+fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
+    let dir = scratch("c-scaled-length");
+    let fuzzer = build_planted(&dir, "scaled_length.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "200000", "3", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    let field = 0x068a_cf0f_u32.to_le_bytes();
+    assert!(
+        crashes.keys().any(|input| input.starts_with(&field)),
+        "{crashes:?}"
+    );
+    // The check can fail: without the transforms the same budget finds nothing.
+    let plain = dir.join("plain");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            plain.to_str().unwrap(),
+            "--runs",
+            "200000",
+            "--max-time",
+            "60",
+            "--seed",
+            "3",
+            "--cmplog-transforms",
+            "0",
+        ],
+    );
+    assert_eq!(result.status.code(), Some(0), "{result:?}");
+}
+
+#[test]
 fn a_run_of_magic_words_is_found_with_comparison_progress() {
     let dir = scratch("c-magic-words");
     let fuzzer = build_planted(&dir, "magic_words_in_a_row.c", &[]);

@@ -143,6 +143,7 @@ impl Options {
                 crate::progress::ProgressStyle::Labelfuzz
             },
             cmplog: self.cmplog,
+            cmplog_transforms: self.cmplog_transforms == 1,
             rss_limit_mb: self.rss_limit_mb,
             mode: self.mode(),
             inputs: Vec::new(),

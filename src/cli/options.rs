@@ -62,6 +62,12 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub cmplog: usize,
 
+    /// Input-to-state through arithmetic (1: on, 0: off): a comparison neither of whose values
+    /// is in the input is also tried as a scaled or offset input value (`v·m ± k`, m up to 8,
+    /// k up to 8), as a format's length field stored in 4-byte units or minus one.
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub cmplog_transforms: u8,
+
     /// Executions each crash label's pattern may cost: after its reproducer is shrunk, parts of
     /// it are regenerated at random to find which can be anything (`B ? \xff`,
     /// `((<expr>))`); written to `crashes/<file>.pattern` and `summary.json` (0: off).
@@ -85,7 +91,7 @@ pub struct Options {
     /// Comparison progress as labels (1: on, 0: off): per comparison site, how many times its
     /// operands came out equal and how close they came, so a counter nearing its constant or a
     /// check satisfied once more is kept like a new edge. Off by default: the ablation bench
-    /// measured it ahead on zlib and behind on SQLite (docs/benchmark.md).
+    /// measured it behind on most targets (docs/benchmark.md).
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmp_progress: u8,
 

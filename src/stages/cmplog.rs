@@ -26,6 +26,9 @@ pub struct CmpLogStage<M> {
     cache: TracedCache,
     /// Traced runs since the map's pages were last given back.
     traces_since_release: u32,
+    /// Whether comparisons of transformed input values are tried too
+    /// ([`super::operands::distinct_operands`]).
+    transforms: bool,
 }
 
 /// Traced runs between two releases of the CmpLog map's pages. Every row a traced run touched
@@ -45,9 +48,10 @@ impl<M> std::fmt::Debug for CmpLogStage<M> {
 
 impl<M> CmpLogStage<M> {
     /// Traces each scheduled input, then tries up to `mutants.iterations` replacement mutants
-    /// (0 turns the stage off, tracing included).
+    /// (0 turns the stage off, tracing included); with `transforms`, also for comparisons of
+    /// scaled or offset input values.
     #[must_use]
-    pub fn new(mutants: HavocStage<M>) -> Self {
+    pub fn new(mutants: HavocStage<M>, transforms: bool) -> Self {
         CmpLogStage {
             // The operands are read by `traced_operands`, not by LibAFL's full-map scan.
             observer: libafl_targets::CmpLogObserver::new("cmplog", false),
@@ -55,6 +59,7 @@ impl<M> CmpLogStage<M> {
             traced: BytesInput::new(Vec::new()),
             cache: TracedCache::default(),
             traces_since_release: 0,
+            transforms,
         }
     }
 }
@@ -93,7 +98,12 @@ where
                 let list = if exit_kind == ExitKind::Ok {
                     let operands = traced_operands();
                     learn_tokens(state, &operands, self.traced.as_ref());
-                    distinct_operands(operands, self.traced.as_ref(), MAX_TRACED_OPERANDS)
+                    distinct_operands(
+                        operands,
+                        self.traced.as_ref(),
+                        MAX_TRACED_OPERANDS,
+                        self.transforms,
+                    )
                 } else {
                     Vec::new()
                 };
@@ -238,11 +248,19 @@ mod tests {
 
     use super::*;
 
+    /// Held by each test that writes the process's one CmpLog map: run in parallel, one test's
+    /// reset wiped the other's logged operands.
+    static CMPLOG_MAP_USER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn traced_operands_come_from_the_sites_that_were_hit() {
         use libafl::observers::CmpMap;
         use libafl_targets::{CMPLOG_ENABLED, CMPLOG_MAP, CMPLOG_MAP_W};
-        // SAFETY: this test alone uses the CmpLog map; the logging calls are LibAFL's own.
+        let _map = CMPLOG_MAP_USER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: this test alone uses the CmpLog map while it holds the lock; the logging
+        // calls are LibAFL's own.
         unsafe {
             (*std::ptr::addr_of_mut!(CMPLOG_MAP)).reset().unwrap();
             CMPLOG_ENABLED = 1;
@@ -269,7 +287,11 @@ mod tests {
             fn __sanitizer_cov_trace_const_cmp4(a: u32, b: u32);
             fn __sanitizer_cov_trace_cmp2(a: u16, b: u16);
         }
-        // SAFETY: this test alone uses the CmpLog map; the callbacks are labelfuzz's own.
+        let _map = CMPLOG_MAP_USER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: this test alone uses the CmpLog map while it holds the lock; the callbacks are
+        // labelfuzz's own.
         unsafe {
             (*std::ptr::addr_of_mut!(CMPLOG_MAP)).reset().unwrap();
             __sanitizer_cov_trace_const_cmp4(0xdead_beef, 1);

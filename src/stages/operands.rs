@@ -16,17 +16,46 @@ pub const MAX_TRACED_OPERANDS: usize = 256;
 /// ([`narrower_shapes`]). A target's own set-up compares constants with constants on every run
 /// (opening SQLite's database thousands of times): capped before this filter, they crowded out
 /// the few comparisons that read the input.
+///
+/// With `transforms`, a comparison neither of whose sides occurs in the input is tried once
+/// more as a transform of an input value ([`Occurrences::untransformed`]); up to
+/// [`MAX_TRANSFORMED_OPERANDS`] of those come after the others.
 #[must_use]
 pub fn distinct_operands(
     logged: Vec<libafl::observers::CmpValues>,
     input: &[u8],
     cap: usize,
+    transforms: bool,
 ) -> Vec<libafl::observers::CmpValues> {
     let occurrences = Occurrences::of(input);
-    let kept: Vec<_> = distinct(logged.into_iter().flat_map(narrower_shapes).collect())
-        .into_iter()
-        .filter(|value| occurrences.can_replace(value))
-        .collect();
+    let (kept, unfound): (Vec<_>, Vec<_>) =
+        distinct(logged.into_iter().flat_map(narrower_shapes).collect())
+            .into_iter()
+            .partition(|value| occurrences.can_replace(value));
+    let mut kept = spread_evenly(kept, cap);
+    if transforms {
+        let untransformed = unfound
+            .iter()
+            .filter_map(|value| occurrences.untransformed(value));
+        kept.extend(
+            distinct(untransformed.collect())
+                .into_iter()
+                .take(MAX_TRANSFORMED_OPERANDS),
+        );
+    }
+    kept
+}
+
+/// The most comparisons kept per corpus entry that were found in the input only through an
+/// arithmetic transform. Few comparisons need one (a length field stored divided by four, a
+/// count stored minus one), and a small value's bytes occur in many inputs by chance.
+pub const MAX_TRANSFORMED_OPERANDS: usize = 32;
+
+/// `kept` if it has at most `cap` entries, else `cap` of them spread evenly over it.
+fn spread_evenly(
+    kept: Vec<libafl::observers::CmpValues>,
+    cap: usize,
+) -> Vec<libafl::observers::CmpValues> {
     if kept.len() <= cap {
         return kept;
     }
@@ -34,6 +63,25 @@ pub fn distinct_operands(
     (0..cap)
         .map(|i| kept[(i as f64 * step) as usize].clone())
         .collect()
+}
+
+/// The multipliers of the transforms [`Occurrences::untransformed`] undoes: a stored count of
+/// 2-, 4- or 8-byte units, or of bytes.
+const TRANSFORM_FACTORS: [u64; 4] = [1, 2, 4, 8];
+
+/// The largest offset, either way, of the transforms [`Occurrences::untransformed`] undoes: a
+/// count stored minus one, a length that includes a header of a few bytes.
+const TRANSFORM_MAX_OFFSET: u64 = 8;
+
+/// `x` as `v · factor + offset` (or `v · factor − offset` when `minus`): `v`, if it exists
+/// without wrapping around.
+fn undo_transform(x: u64, factor: u64, offset: u64, minus: bool) -> Option<u64> {
+    let scaled = if minus {
+        x.checked_add(offset)?
+    } else {
+        x.checked_sub(offset)?
+    };
+    (scaled % factor == 0).then_some(scaled / factor)
 }
 
 /// Which byte pairs an input holds, to tell quickly whether a comparison's operand occurs in it.
@@ -74,6 +122,59 @@ impl<'a> Occurrences<'a> {
         [a, b].iter().any(|v| {
             self.holds(&v.to_le_bytes()[..width]) || self.holds(&v.to_be_bytes()[8 - width..])
         })
+    }
+
+    /// Whether `v`, an integer `width` bytes wide, occurs in the input in either byte order.
+    fn holds_value(&self, v: u64, width: usize) -> bool {
+        (width == 8 || v >> (8 * width) == 0)
+            && (self.holds(&v.to_le_bytes()[..width]) || self.holds(&v.to_be_bytes()[8 - width..]))
+    }
+
+    /// For a 32- or 64-bit comparison neither of whose sides occurs in the input: the same
+    /// comparison on the input value `v` one side is an affine transform of (`v · m ± k`, `m`
+    /// in [`TRANSFORM_FACTORS`], `k` up to [`TRANSFORM_MAX_OFFSET`]), against the value whose
+    /// transform is the other side, so that input-to-state replacement can write it. A
+    /// format's reader often checks a field only after scaling it: xz compares its index's
+    /// size with `(backward_size + 1) · 4`, the footer storing `backward_size`. The first
+    /// transform found wins, smallest factor and offset first; a 64-bit comparison's value is
+    /// also looked for in 4 bytes (the field is often 32 bits, widened before the arithmetic).
+    /// The result is `(target, v, true)`: marked constant on the side to write, so that
+    /// LibAFL's replacement only ever writes `target` over `v`.
+    fn untransformed(
+        &self,
+        value: &libafl::observers::CmpValues,
+    ) -> Option<libafl::observers::CmpValues> {
+        use libafl::observers::CmpValues;
+        let (a, b, width) = match *value {
+            CmpValues::U32((a, b, _)) => (a.into(), b.into(), 4),
+            CmpValues::U64((a, b, _)) => (a, b, 8),
+            _ => return None,
+        };
+        for factor in TRANSFORM_FACTORS {
+            for offset in 0..=TRANSFORM_MAX_OFFSET {
+                for minus in [false, true] {
+                    if factor == 1 && offset == 0 || minus && offset == 0 {
+                        continue;
+                    }
+                    for (seen, wanted) in [(a, b), (b, a)] {
+                        let (Some(v), Some(target)) = (
+                            undo_transform(seen, factor, offset, minus),
+                            undo_transform(wanted, factor, offset, minus),
+                        ) else {
+                            continue;
+                        };
+                        if let (Ok(v), Ok(target)) = (u32::try_from(v), u32::try_from(target)) {
+                            if self.holds_value(v.into(), 4) {
+                                return Some(CmpValues::U32((target, v, true)));
+                            }
+                        } else if width == 8 && self.holds_value(v, 8) {
+                            return Some(CmpValues::U64((target, v, true)));
+                        }
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Whether input-to-state replacement finds a side of `value` in the input, in either byte
@@ -200,7 +301,7 @@ mod tests {
             CmpValues::Bytes((bytes(b"same"), bytes(b"same"))),
         ];
         let input = [1, 7, 0, 0, 0, 0, 0, 0, 0, 2];
-        let kept = distinct_operands(logged.clone(), &input, 10);
+        let kept = distinct_operands(logged.clone(), &input, 10, true);
         assert_eq!(
             kept,
             vec![
@@ -211,14 +312,14 @@ mod tests {
             ],
             "the same comparison once (the U64's 32-bit shape is the U32); equal sides never"
         );
-        assert_eq!(distinct_operands(logged, &input, 2).len(), 2);
+        assert_eq!(distinct_operands(logged, &input, 2, true).len(), 2);
         let many: Vec<CmpValues> = (0..10_000u32)
             .map(|i| CmpValues::U32((i << 16, (i + 1) << 16, false)))
             .collect();
         let every_value: Vec<u8> = (0..10_000u32)
             .flat_map(|i| (i << 16).to_le_bytes())
             .collect();
-        let kept = distinct_operands(many, &every_value, MAX_TRACED_OPERANDS);
+        let kept = distinct_operands(many, &every_value, MAX_TRACED_OPERANDS, true);
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
         assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000 << 16));
@@ -232,7 +333,7 @@ mod tests {
             .collect();
         logged.push(CmpValues::U8((b'A', b'E', false)));
         logged.push(CmpValues::U16((0x4e45, 0x1234, true)));
-        let kept = distinct_operands(logged, b"ADD EN", 4);
+        let kept = distinct_operands(logged, b"ADD EN", 4, false);
         assert_eq!(
             kept,
             vec![
@@ -245,8 +346,69 @@ mod tests {
             vec![CmpValues::U32((0x0102_0304, 9, false))],
             &[1, 2, 3, 4],
             4,
+            false,
         );
         assert_eq!(big_endian.len(), 1, "either byte order counts");
+    }
+
+    #[test]
+    fn a_comparison_of_a_scaled_input_value_is_written_unscaled() {
+        // xz's stream footer: the index's size (8 bytes for an empty index) is compared with
+        // `(backward_size + 1) * 4`, the footer holding `backward_size` as 4 bytes.
+        let backward_size: u64 = 0x5a5a_5a5a;
+        let logged = vec![CmpValues::U64((8, (backward_size + 1) * 4, false))];
+        let footer = [0xfd, 0x37, 0x5a, 0x5a, 0x5a, 0x5a, 0x00, 0x04, b'Y', b'Z'];
+        assert_eq!(
+            distinct_operands(logged.clone(), &footer, 4, false),
+            [],
+            "neither side is in the input"
+        );
+        let kept = distinct_operands(logged, &footer, 4, true);
+        assert_eq!(kept, [CmpValues::U32((1, 0x5a5a_5a5a, true))]);
+        let mut state = libafl::state::NopState::<BytesInput>::new();
+        state
+            .metadata_map_mut()
+            .insert(CmpValuesMetadata { list: kept });
+        let mut replace = libafl::mutators::I2SRandReplace;
+        let mut fixed = false;
+        for _ in 0..64 {
+            let mut mutant = BytesInput::new(footer.to_vec());
+            if replace.mutate(&mut state, &mut mutant).unwrap()
+                == libafl::mutators::MutationResult::Mutated
+            {
+                fixed |= mutant.as_ref()[2..6] == [1, 0, 0, 0];
+            }
+        }
+        assert!(fixed, "the footer's field is set to 1, which scales to 8");
+    }
+
+    #[test]
+    fn transforms_are_undone_both_ways_and_only_where_the_value_occurs() {
+        let occurrences = Occurrences::of(&[9, 0x10, 0x20, 0x30, 0x40, 9]);
+        // A count stored minus one, compared with 0x200: write 0x1ff.
+        assert_eq!(
+            occurrences.untransformed(&CmpValues::U32((0x4030_2011, 0x200, true))),
+            Some(CmpValues::U32((0x1ff, 0x4030_2010, true)))
+        );
+        // The other side is the transformed one (big-endian in the input, a length of 2-byte
+        // units plus a 3-byte header).
+        assert_eq!(
+            occurrences.untransformed(&CmpValues::U32((0x2b, 0x1020_3040 * 2 + 3, false))),
+            Some(CmpValues::U32((0x14, 0x1020_3040, true)))
+        );
+        // No value of the input scales to either side.
+        assert_eq!(
+            occurrences.untransformed(&CmpValues::U32((0x9999_9999, 0x201, false))),
+            None
+        );
+        assert_eq!(
+            occurrences.untransformed(&CmpValues::U16((0x2011, 0x30, false))),
+            None,
+            "two-byte values occur by chance too often to be worth it"
+        );
+        assert_eq!(undo_transform(3, 4, 5, false), None, "no wrapping around");
+        assert_eq!(undo_transform(u64::MAX, 1, 1, true), None);
+        assert_eq!(undo_transform(13, 4, 3, true), Some(4));
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,havoc,regular-runs,rare-schedule`): labelfuzz with one lever flipped from its
-//! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each
-//! default is chosen by measurement. The flipped runs are fuzzers of their own
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,havoc,regular-runs,
+//! rare-schedule`): labelfuzz with one lever flipped from its default against labelfuzz as it
+//! ships, same targets, seeds and yardstick, so that each default is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
 //! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
 //! `labelfuzz-with-<lever>/` for one off by default); the default runs are the standard
@@ -19,6 +19,8 @@ pub enum Lever {
     CmpProgress,
     /// The input-to-state stage (`--cmplog 0`).
     Cmplog,
+    /// Input-to-state through arithmetic transforms of input values (`--cmplog-transforms 0`).
+    CmplogTransforms,
     /// Havoc mutants after the expansions (`--havoc 0`).
     Havoc,
     /// Repeated-byte runs and the doubled input among the expansions (off by default;
@@ -31,9 +33,10 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 5] = [
+    pub const ALL: [Lever; 6] = [
         Lever::CmpProgress,
         Lever::Cmplog,
+        Lever::CmplogTransforms,
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::RareSchedule,
@@ -44,6 +47,7 @@ impl Lever {
         match self {
             Lever::CmpProgress => "cmp-progress",
             Lever::Cmplog => "cmplog",
+            Lever::CmplogTransforms => "cmplog-transforms",
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
@@ -63,6 +67,7 @@ impl Lever {
         match self {
             Lever::CmpProgress => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
+            Lever::CmplogTransforms => &["--cmplog-transforms", "0"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
@@ -74,6 +79,7 @@ impl Lever {
         match self {
             Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
+            Lever::CmplogTransforms => "labelfuzz without cmplog-transforms",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
@@ -85,6 +91,7 @@ impl Lever {
         match self {
             Lever::CmpProgress => "labelfuzz-with-cmp-progress",
             Lever::Cmplog => "labelfuzz-no-cmplog",
+            Lever::CmplogTransforms => "labelfuzz-no-cmplog-transforms",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
@@ -194,7 +201,10 @@ mod tests {
         );
         assert_eq!(Lever::parse_list(""), Ok(vec![]));
         let error = Lever::parse_list("cmp_progress").unwrap_err();
-        assert!(error.contains("cmp-progress, cmplog, havoc"), "{error}");
+        assert!(
+            error.contains("cmp-progress, cmplog, cmplog-transforms, havoc"),
+            "{error}"
+        );
         for lever in Lever::ALL {
             assert!(lever.dir_name().ends_with(lever.name()));
             assert!(lever.fuzzer_name().ends_with(lever.name()));
