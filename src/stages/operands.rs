@@ -153,7 +153,7 @@ impl<'a> Occurrences<'a> {
         for factor in TRANSFORM_FACTORS {
             for offset in 0..=TRANSFORM_MAX_OFFSET {
                 for minus in [false, true] {
-                    if factor == 1 && offset == 0 || minus && offset == 0 {
+                    if (minus || factor == 1) && offset == 0 {
                         continue;
                     }
                     for (seen, wanted) in [(a, b), (b, a)] {
