@@ -38,6 +38,8 @@ pub struct Config {
     /// Input-to-state also for comparisons of scaled or offset input values
     /// (`--cmplog-transforms`).
     pub cmplog_transforms: bool,
+    /// Input-to-state on a colorized copy of each entry (`--cmplog-colorize`).
+    pub cmplog_colorize: bool,
     /// Executions each crash label's abstract failure pattern may cost (0: no patterns).
     pub pattern_budget: usize,
     /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or

@@ -127,7 +127,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let side_labels = SideLabelsObserver::new();
     let (edges_handle, crash_handle) = (edges.handle(), crash_observer.handle());
 
-    let mut feedback = LabelFeedback::new(edges_handle, side_labels.handle());
+    let mut feedback = LabelFeedback::new(edges_handle.clone(), side_labels.handle());
     let mut objective = CrashLabelFeedback::new(crash_handle.clone(), out.clone());
     let mut state = fuzzing_state(config, start, restored, &mut feedback, &mut objective)?;
     let seen = filter_for_fuzzing_process(
@@ -189,7 +189,8 @@ fn fuzz_until_done<EM: ClientManager>(
             config.max_len,
         ),
         config.cmplog_transforms,
-    );
+    )
+    .with_colorization(config.cmplog_colorize.then(|| edges_handle.clone()));
     let mut expand = ExpandStage::new(considerer, config.max_len)
         .with_dictionary(&config.dictionary)
         .with_regular_runs(config.regular_runs);

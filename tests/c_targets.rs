@@ -730,6 +730,38 @@ fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
 }
 
 #[test]
+fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
+    let dir = scratch("c-scattered-bytes");
+    let fuzzer = build_planted(&dir, "scattered_bytes.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "150000", "5", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    let mut expected = vec![0u8; 256];
+    for (at, byte) in [(200, 0x7f), (17, 0x31), (90, 0xc4), (250, 0x08)] {
+        expected[at] = byte;
+    }
+    assert!(crashes.contains_key(&expected), "{crashes:?}");
+    // The check can fail: without input-to-state the same budget does not find it.
+    let plain = dir.join("plain");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            plain.to_str().unwrap(),
+            "--runs",
+            "150000",
+            "--max-time",
+            "60",
+            "--seed",
+            "5",
+            "--cmplog",
+            "0",
+        ],
+    );
+    assert_eq!(result.status.code(), Some(0), "{result:?}");
+}
+
+#[test]
 fn a_run_of_magic_words_is_found_with_comparison_progress() {
     let dir = scratch("c-magic-words");
     let fuzzer = build_planted(&dir, "magic_words_in_a_row.c", &[]);

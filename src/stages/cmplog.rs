@@ -8,15 +8,19 @@ use libafl::mutators::Mutator;
 use libafl::observers::{CmpValuesMetadata, Observer};
 use libafl::stages::Stage;
 use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
+use libafl_bolts::tuples::Handle;
 
-use super::operands::{distinct_operands, TracedCache, MAX_TRACED_OPERANDS};
+use super::colorize::Colorizer;
+use super::operands::{distinct_operands, Traced, TracedCache, MAX_TRACED_OPERANDS};
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};
+use crate::feedback::EdgesObserver;
 use crate::learned_tokens::LearnedTokens;
 
 /// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison
-/// logging on, then tries mutants that write the logged operands of its comparisons into the
-/// input ([`libafl::mutators::I2SRandReplace`]), stopping at the first improvement. This is how
+/// logging on (colorized first, [`super::colorize`], unless that is off), then tries mutants
+/// that write the logged operands of its comparisons into the input
+/// ([`libafl::mutators::I2SRandReplace`]), stopping at the first improvement. This is how
 /// magic numbers, multi-byte keywords and the wide compares LLVM merges byte checks into are
 /// passed: expansions add one byte at a time and see no edge until the whole value matches.
 pub struct CmpLogStage<M> {
@@ -29,6 +33,8 @@ pub struct CmpLogStage<M> {
     /// Whether comparisons of transformed input values are tried too
     /// ([`super::operands::distinct_operands`]).
     transforms: bool,
+    /// Colorizes each entry before its traced run (None: traces the entry as it is).
+    colorizer: Option<Colorizer>,
 }
 
 /// Traced runs between two releases of the CmpLog map's pages. Every row a traced run touched
@@ -60,7 +66,16 @@ impl<M> CmpLogStage<M> {
             cache: TracedCache::default(),
             traces_since_release: 0,
             transforms,
+            colorizer: None,
         }
+    }
+
+    /// Colorizes each entry before its traced run, reading paths from the observer `edges`
+    /// (`None`: traces entries as they are).
+    #[must_use]
+    pub fn with_colorization(mut self, edges: Option<Handle<EdgesObserver>>) -> Self {
+        self.colorizer = edges.map(Colorizer::new);
+        self
     }
 }
 
@@ -88,10 +103,20 @@ where
             .current_corpus_id()?
             .ok_or_else(|| Error::empty("no corpus entry is scheduled"))?;
         let known = self.cache.take(id);
-        let list = match known {
-            Some(list) => list,
+        let traced = match known {
+            Some(traced) => traced,
             None => {
                 load_current_into(state, self.traced.as_mut())?;
+                if let Some(colorizer) = &mut self.colorizer {
+                    let colored = colorizer.colorize(
+                        fuzzer,
+                        executor,
+                        state,
+                        manager,
+                        self.traced.as_ref(),
+                    )?;
+                    *self.traced.as_mut() = colored;
+                }
                 self.observer.pre_exec(state, &self.traced)?;
                 let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
                 self.observer.post_exec(state, &self.traced, &exit_kind)?;
@@ -112,17 +137,24 @@ where
                     release_traced_map();
                     self.traces_since_release = 0;
                 }
-                list
+                Traced {
+                    base: self.traced.as_ref().to_vec(),
+                    operands: list,
+                }
             }
         };
-        let list = if list.is_empty() {
-            list
+        let traced = if traced.operands.is_empty() {
+            traced
         } else {
-            state.metadata_or_insert_with(CmpValuesMetadata::new).list = list;
-            self.mutants.perform(fuzzer, executor, state, manager)?;
-            std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list)
+            state.metadata_or_insert_with(CmpValuesMetadata::new).list = traced.operands;
+            self.mutants
+                .perform_from(&traced.base, fuzzer, executor, state, manager)?;
+            Traced {
+                base: traced.base,
+                operands: std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list),
+            }
         };
-        self.cache.put(id, list);
+        self.cache.put(id, traced);
         Ok(())
     }
 }

@@ -54,6 +54,52 @@ where
             return Ok(());
         }
         load_current_into(state, &mut self.base)?;
+        self.try_mutants(fuzzer, executor, state, manager)
+    }
+}
+
+impl<M> HavocStage<M> {
+    /// Tries the mutants of `base` instead of the scheduled input's (the CmpLog stage's
+    /// colorized copy of it).
+    ///
+    /// # Errors
+    /// LibAFL's, from running the target.
+    pub(super) fn perform_from<E, EM, S, Z>(
+        &mut self,
+        base: &[u8],
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error>
+    where
+        E: ObservedExecutor,
+        M: Mutator<BytesInput, S>,
+        S: FuzzState,
+        Z: RunFuzzer<E, EM, S>,
+    {
+        if self.iterations == 0 || state.stop_requested() {
+            return Ok(());
+        }
+        self.base.clear();
+        self.base.extend_from_slice(base);
+        self.try_mutants(fuzzer, executor, state, manager)
+    }
+
+    /// Up to `iterations` mutants of `base`, each considered, until one improves a label.
+    fn try_mutants<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<(), Error>
+    where
+        E: ObservedExecutor,
+        M: Mutator<BytesInput, S>,
+        S: FuzzState,
+        Z: RunFuzzer<E, EM, S>,
+    {
         let mut run = Run {
             fuzzer,
             executor,

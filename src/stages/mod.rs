@@ -5,6 +5,7 @@
 //! the run's limits ([`ReportStage`]).
 
 mod cmplog;
+mod colorize;
 mod crash_shrink;
 mod expand;
 mod havoc;
@@ -18,6 +19,7 @@ use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 
 pub use cmplog::CmpLogStage;
+pub use colorize::{Colorizer, MAX_COLORIZE_EXECUTIONS};
 pub use crash_shrink::CrashShrinkStage;
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;

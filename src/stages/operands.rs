@@ -242,39 +242,55 @@ fn distinct(logged: Vec<libafl::observers::CmpValues>) -> Vec<libafl::observers:
 /// grew toward that over its first hour as more and more of its corpus was scheduled once.
 pub const TRACED_BYTES: usize = 16 << 20;
 
-/// The traced comparison operands of the most recently scheduled corpus entries, newest last,
-/// within [`TRACED_BYTES`]. A linear search over the ids per scheduled input costs nothing next
-/// to the executions the stage runs.
+/// What the CmpLog stage keeps of one corpus entry's traced run: the input it traced (the
+/// entry, colorized unless colorization is off), which its mutants start from, and the
+/// comparison operands kept for it.
+#[derive(Debug, Default)]
+pub(crate) struct Traced {
+    /// The input that was traced.
+    pub(crate) base: Vec<u8>,
+    /// Its operands, as [`distinct_operands`] keeps them.
+    pub(crate) operands: Vec<libafl::observers::CmpValues>,
+}
+
+impl Traced {
+    /// What it takes in the cache.
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(&self.operands[..])
+            + self.base.len()
+            + std::mem::size_of::<(CorpusId, Traced)>()
+    }
+}
+
+/// The traced runs of the most recently scheduled corpus entries, newest last, within
+/// [`TRACED_BYTES`]. A linear search over the ids per scheduled input costs nothing next to the
+/// executions the stage runs.
 #[derive(Debug, Default)]
 pub(crate) struct TracedCache {
-    entries: std::collections::VecDeque<(CorpusId, Vec<libafl::observers::CmpValues>)>,
+    entries: std::collections::VecDeque<(CorpusId, Traced)>,
     bytes: usize,
 }
 
-/// What one entry's operands take in the cache.
-fn traced_bytes(list: &[libafl::observers::CmpValues]) -> usize {
-    std::mem::size_of_val(list) + std::mem::size_of::<(CorpusId, Vec<u8>)>()
-}
-
 impl TracedCache {
-    /// The operands kept for `id`, taken out of the cache (the caller puts them back, newest).
-    pub(crate) fn take(&mut self, id: CorpusId) -> Option<Vec<libafl::observers::CmpValues>> {
+    /// The traced run kept for `id`, taken out of the cache (the caller puts it back, newest).
+    pub(crate) fn take(&mut self, id: CorpusId) -> Option<Traced> {
         let position = self.entries.iter().position(|(entry, _)| *entry == id)?;
-        let (_, list) = self.entries.remove(position)?;
-        self.bytes -= traced_bytes(&list);
-        Some(list)
+        let (_, traced) = self.entries.remove(position)?;
+        self.bytes -= traced.bytes();
+        Some(traced)
     }
 
-    /// Keeps `list` as `id`'s operands, dropping the oldest entries beyond [`TRACED_BYTES`].
-    pub(crate) fn put(&mut self, id: CorpusId, mut list: Vec<libafl::observers::CmpValues>) {
-        list.shrink_to_fit();
-        self.bytes += traced_bytes(&list);
-        self.entries.push_back((id, list));
+    /// Keeps `traced` as `id`'s, dropping the oldest entries beyond [`TRACED_BYTES`].
+    pub(crate) fn put(&mut self, id: CorpusId, mut traced: Traced) {
+        traced.operands.shrink_to_fit();
+        traced.base.shrink_to_fit();
+        self.bytes += traced.bytes();
+        self.entries.push_back((id, traced));
         while self.bytes > TRACED_BYTES {
             let Some((_, oldest)) = self.entries.pop_front() else {
                 break;
             };
-            self.bytes -= traced_bytes(&oldest);
+            self.bytes -= oldest.bytes();
         }
     }
 }
@@ -448,8 +464,11 @@ mod tests {
     #[test]
     fn the_traced_cache_keeps_the_most_recent_entries_within_its_memory() {
         let mut cache = TracedCache::default();
-        let list = || vec![CmpValues::U8((1, 2, false)); MAX_TRACED_OPERANDS];
-        let fit = TRACED_BYTES / traced_bytes(&list());
+        let list = || Traced {
+            base: vec![0; 64],
+            operands: vec![CmpValues::U8((1, 2, false)); MAX_TRACED_OPERANDS],
+        };
+        let fit = TRACED_BYTES / list().bytes();
         for i in 0..3 * fit {
             cache.put(CorpusId(i), list());
             // The first entry is scheduled again and again: it stays.

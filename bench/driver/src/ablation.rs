@@ -1,5 +1,5 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,havoc,regular-runs,
-//! rare-schedule`): labelfuzz with one lever flipped from its default against labelfuzz as it
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,havoc,
+//! regular-runs,rare-schedule`): labelfuzz with one lever flipped from its default against labelfuzz as it
 //! ships, same targets, seeds and yardstick, so that each default is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
 //! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
@@ -21,6 +21,8 @@ pub enum Lever {
     Cmplog,
     /// Input-to-state through arithmetic transforms of input values (`--cmplog-transforms 0`).
     CmplogTransforms,
+    /// Input-to-state on colorized entries (`--cmplog-colorize 0`).
+    CmplogColorize,
     /// Havoc mutants after the expansions (`--havoc 0`).
     Havoc,
     /// Repeated-byte runs and the doubled input among the expansions (off by default;
@@ -33,10 +35,11 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 6] = [
+    pub const ALL: [Lever; 7] = [
         Lever::CmpProgress,
         Lever::Cmplog,
         Lever::CmplogTransforms,
+        Lever::CmplogColorize,
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::RareSchedule,
@@ -48,6 +51,7 @@ impl Lever {
             Lever::CmpProgress => "cmp-progress",
             Lever::Cmplog => "cmplog",
             Lever::CmplogTransforms => "cmplog-transforms",
+            Lever::CmplogColorize => "cmplog-colorize",
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
@@ -68,6 +72,7 @@ impl Lever {
             Lever::CmpProgress => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::CmplogTransforms => &["--cmplog-transforms", "0"],
+            Lever::CmplogColorize => &["--cmplog-colorize", "0"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
@@ -80,6 +85,7 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::CmplogTransforms => "labelfuzz without cmplog-transforms",
+            Lever::CmplogColorize => "labelfuzz without cmplog-colorize",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
@@ -92,6 +98,7 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz-with-cmp-progress",
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::CmplogTransforms => "labelfuzz-no-cmplog-transforms",
+            Lever::CmplogColorize => "labelfuzz-no-cmplog-colorize",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
@@ -202,7 +209,7 @@ mod tests {
         assert_eq!(Lever::parse_list(""), Ok(vec![]));
         let error = Lever::parse_list("cmp_progress").unwrap_err();
         assert!(
-            error.contains("cmp-progress, cmplog, cmplog-transforms, havoc"),
+            error.contains("cmp-progress, cmplog, cmplog-transforms, cmplog-colorize, havoc"),
             "{error}"
         );
         for lever in Lever::ALL {
