@@ -73,7 +73,9 @@ impl Colorizer {
             return Ok(colored);
         }
         std::mem::swap(&mut self.reference, &mut self.labels);
-        let mut ranges = vec![0..input.len()];
+        // The ranges still to try, the next one last.
+        let mut ranges: Vec<std::ops::Range<usize>> = Vec::with_capacity(64);
+        ranges.push(0..input.len());
         for _ in 0..MAX_COLORIZE_EXECUTIONS.min(2 * input.len()) {
             let Some(range) = ranges.pop() else {
                 break;
