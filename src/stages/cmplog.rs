@@ -148,7 +148,7 @@ where
         } else {
             state.metadata_or_insert_with(CmpValuesMetadata::new).list = traced.operands;
             self.mutants
-                .perform_from(&traced.base, fuzzer, executor, state, manager)?;
+                .perform_colored(&traced.base, fuzzer, executor, state, manager)?;
             Traced {
                 base: traced.base,
                 operands: std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list),

@@ -17,6 +17,9 @@ pub struct HavocStage<M> {
     pub(super) iterations: usize,
     max_len: usize,
     base: Vec<u8>,
+    /// With a colorized `base`: the scheduled input it is a copy of, which each mutant's
+    /// changes are carried onto (empty otherwise).
+    original: Vec<u8>,
     mutant: BytesInput,
 }
 
@@ -31,6 +34,7 @@ impl<M> HavocStage<M> {
             iterations,
             max_len,
             base: Vec::new(),
+            original: Vec::new(),
             mutant: BytesInput::new(Vec::new()),
         }
     }
@@ -54,19 +58,22 @@ where
             return Ok(());
         }
         load_current_into(state, &mut self.base)?;
+        self.original.clear();
         self.try_mutants(fuzzer, executor, state, manager)
     }
 }
 
 impl<M> HavocStage<M> {
-    /// Tries the mutants of `base` instead of the scheduled input's (the CmpLog stage's
-    /// colorized copy of it).
+    /// Tries the mutants of `colored`, the CmpLog stage's colorized copy of the scheduled
+    /// input, with each mutant's changes carried onto the scheduled input itself: what is run,
+    /// and shrunk when it improves a label, holds none of the copy's random bytes (shrinking
+    /// them away cost libpng most of its executions).
     ///
     /// # Errors
     /// LibAFL's, from running the target.
-    pub(super) fn perform_from<E, EM, S, Z>(
+    pub(super) fn perform_colored<E, EM, S, Z>(
         &mut self,
-        base: &[u8],
+        colored: &[u8],
         fuzzer: &mut Z,
         executor: &mut E,
         state: &mut S,
@@ -81,8 +88,9 @@ impl<M> HavocStage<M> {
         if self.iterations == 0 || state.stop_requested() {
             return Ok(());
         }
+        load_current_into(state, &mut self.original)?;
         self.base.clear();
-        self.base.extend_from_slice(base);
+        self.base.extend_from_slice(colored);
         self.try_mutants(fuzzer, executor, state, manager)
     }
 
@@ -114,6 +122,9 @@ impl<M> HavocStage<M> {
                 continue;
             }
             let bytes: &mut Vec<u8> = self.mutant.as_mut();
+            if !self.original.is_empty() {
+                carry_onto_original(&self.base, &self.original, bytes);
+            }
             bytes.truncate(self.max_len);
             let improved = self
                 .considerer
@@ -124,5 +135,41 @@ impl<M> HavocStage<M> {
             }
         }
         Ok(())
+    }
+}
+
+/// Turns `mutant`, a mutant of `colored`, into the same mutant of `original` (of which `colored`
+/// is a copy with some bytes changed): where the mutant left `colored`'s byte, `original`'s
+/// goes back. A mutant of another length (a replacement that was not in place) stays as it is.
+fn carry_onto_original(colored: &[u8], original: &[u8], mutant: &mut [u8]) {
+    if mutant.len() != colored.len() || original.len() != colored.len() {
+        return;
+    }
+    for ((byte, &colored), &original) in mutant.iter_mut().zip(colored).zip(original) {
+        if *byte == colored {
+            *byte = original;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mutant_of_the_colorized_copy_keeps_only_its_own_changes() {
+        let original = [0, 0, 0, 0, 0, 0];
+        let colored = [0x3c, 0x91, 0x07, 0xe2, 0x55, 0x18];
+        // Input-to-state wrote 0x7f7f where the target read 0x07e2.
+        let mut mutant = [0x3c, 0x91, 0x7f, 0x7f, 0x55, 0x18];
+        carry_onto_original(&colored, &original, &mut mutant);
+        assert_eq!(mutant, [0, 0, 0x7f, 0x7f, 0, 0]);
+        let mut longer = vec![0x3c, 0x91, 0x07, 0xe2, 0x55, 0x18, 1];
+        carry_onto_original(&colored, &original, &mut longer);
+        assert_eq!(
+            longer,
+            [0x3c, 0x91, 0x07, 0xe2, 0x55, 0x18, 1],
+            "left as it is"
+        );
     }
 }
