@@ -21,7 +21,7 @@ pub enum Lever {
     Cmplog,
     /// Input-to-state through arithmetic transforms of input values (`--cmplog-transforms 0`).
     CmplogTransforms,
-    /// Input-to-state on colorized entries (`--cmplog-colorize 0`).
+    /// Input-to-state on colorized entries (off by default; `--cmplog-colorize 1`).
     CmplogColorize,
     /// Havoc mutants after the expansions (`--havoc 0`).
     Havoc,
@@ -62,7 +62,7 @@ impl Lever {
     pub fn on_by_default(self) -> bool {
         !matches!(
             self,
-            Lever::CmpProgress | Lever::RegularRuns | Lever::RareSchedule
+            Lever::CmpProgress | Lever::CmplogColorize | Lever::RegularRuns | Lever::RareSchedule
         )
     }
 
@@ -72,7 +72,7 @@ impl Lever {
             Lever::CmpProgress => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::CmplogTransforms => &["--cmplog-transforms", "0"],
-            Lever::CmplogColorize => &["--cmplog-colorize", "0"],
+            Lever::CmplogColorize => &["--cmplog-colorize", "1"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
@@ -85,7 +85,7 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz with cmp-progress",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::CmplogTransforms => "labelfuzz without cmplog-transforms",
-            Lever::CmplogColorize => "labelfuzz without cmplog-colorize",
+            Lever::CmplogColorize => "labelfuzz with cmplog-colorize",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
@@ -98,7 +98,7 @@ impl Lever {
             Lever::CmpProgress => "labelfuzz-with-cmp-progress",
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::CmplogTransforms => "labelfuzz-no-cmplog-transforms",
-            Lever::CmplogColorize => "labelfuzz-no-cmplog-colorize",
+            Lever::CmplogColorize => "labelfuzz-with-cmplog-colorize",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
