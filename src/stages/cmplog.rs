@@ -138,7 +138,12 @@ where
                     self.traces_since_release = 0;
                 }
                 Traced {
-                    base: self.traced.as_ref().to_vec(),
+                    // Without colorization the mutants start from the entry itself: no copy.
+                    base: if self.colorizer.is_some() {
+                        self.traced.as_ref().to_vec()
+                    } else {
+                        Vec::new()
+                    },
                     operands: list,
                 }
             }
@@ -147,8 +152,12 @@ where
             traced
         } else {
             state.metadata_or_insert_with(CmpValuesMetadata::new).list = traced.operands;
-            self.mutants
-                .perform_colored(&traced.base, fuzzer, executor, state, manager)?;
+            if traced.base.is_empty() {
+                self.mutants.perform(fuzzer, executor, state, manager)?;
+            } else {
+                self.mutants
+                    .perform_colored(&traced.base, fuzzer, executor, state, manager)?;
+            }
             Traced {
                 base: traced.base,
                 operands: std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list),

@@ -242,12 +242,12 @@ fn distinct(logged: Vec<libafl::observers::CmpValues>) -> Vec<libafl::observers:
 /// grew toward that over its first hour as more and more of its corpus was scheduled once.
 pub const TRACED_BYTES: usize = 16 << 20;
 
-/// What the CmpLog stage keeps of one corpus entry's traced run: the input it traced (the
-/// entry, colorized unless colorization is off), which its mutants start from, and the
-/// comparison operands kept for it.
+/// What the CmpLog stage keeps of one corpus entry's traced run: the colorized copy of the entry
+/// it traced, which its mutants start from (empty without colorization: they start from the
+/// entry itself), and the comparison operands kept for it.
 #[derive(Debug, Default)]
 pub(crate) struct Traced {
-    /// The input that was traced.
+    /// The colorized copy that was traced (empty: the entry itself).
     pub(crate) base: Vec<u8>,
     /// Its operands, as [`distinct_operands`] keeps them.
     pub(crate) operands: Vec<libafl::observers::CmpValues>,
