@@ -55,6 +55,8 @@ pub struct Config {
     /// Expansions also append a run of one repeated byte and the input doubled
     /// (`--regular-runs 1`).
     pub regular_runs: bool,
+    /// Slow inputs are picked in proportion to their speed (`--charge-exec-time 1`).
+    pub charge_exec_time: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.

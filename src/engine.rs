@@ -137,7 +137,7 @@ fn fuzz_until_done<EM: ClientManager>(
     );
     let mut fuzzer = StdFuzzer::builder()
         .input_filter(seen)
-        .scheduler(LabelScheduler::new(config.schedule))
+        .scheduler(LabelScheduler::new(config.schedule).charging_exec_time(config.charge_exec_time))
         .feedback(feedback)
         .objective(objective)
         .build();

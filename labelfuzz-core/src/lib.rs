@@ -11,6 +11,7 @@
 //! - [`table`]: the best-per-label table, for every label the single simplest input that shows
 //!   it (an input leaves when it holds no label);
 //! - [`schedule`]: which label to fuzz next (uniformly, or weighted by rarity and payoff);
+//! - [`pick_cost`]: each entry's time per execution, so that slow entries are picked less;
 //! - [`seen`]: the filter of inputs already run (a blocked bloom filter in two generations);
 //! - [`stable_hash`]: FNV-1a, for what is written to disk and compared later.
 //!
@@ -19,6 +20,7 @@
 pub mod consider;
 pub mod labels;
 pub mod order;
+pub mod pick_cost;
 pub mod schedule;
 pub mod seen;
 pub mod shrink;

@@ -133,6 +133,7 @@ impl Options {
             value_profile: self.use_value_profile,
             cmp_progress: self.cmp_progress == 1,
             regular_runs: self.regular_runs == 1,
+            charge_exec_time: self.charge_exec_time == 1,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
             } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

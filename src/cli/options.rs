@@ -110,6 +110,12 @@ pub struct Options {
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub regular_runs: u8,
 
+    /// Charge slow inputs for their time (1: on, 0: off): a label whose best input runs slower
+    /// per execution than the run's average is fuzzed only in proportion, so that each input
+    /// gets a like share of the time rather than of the picks (AFL++'s performance score).
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub charge_exec_time: u8,
+
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that
     /// parse them: cov is edges, ft is labels.
     #[arg(long)]

@@ -1,6 +1,7 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,havoc,
-//! regular-runs,rare-schedule`): labelfuzz with one lever flipped from its default against labelfuzz as it
-//! ships, same targets, seeds and yardstick, so that each default is chosen by measurement. The flipped runs are fuzzers of their own
+//! regular-runs,rare-schedule,charge-exec-time`): labelfuzz with one lever flipped from its
+//! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
+//! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
 //! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
 //! `labelfuzz-with-<lever>/` for one off by default); the default runs are the standard
@@ -31,11 +32,13 @@ pub enum Lever {
     /// Labels picked by rarity and payoff instead of uniformly (off by default;
     /// `--schedule rare`).
     RareSchedule,
+    /// Slow entries picked in proportion to their speed (`--charge-exec-time 0`).
+    ChargeExecTime,
 }
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 7] = [
+    pub const ALL: [Lever; 8] = [
         Lever::CmpProgress,
         Lever::Cmplog,
         Lever::CmplogTransforms,
@@ -43,6 +46,7 @@ impl Lever {
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::RareSchedule,
+        Lever::ChargeExecTime,
     ];
 
     /// The name `BENCH_ABLATION` takes.
@@ -55,6 +59,7 @@ impl Lever {
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
+            Lever::ChargeExecTime => "charge-exec-time",
         }
     }
 
@@ -76,6 +81,7 @@ impl Lever {
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
+            Lever::ChargeExecTime => &["--charge-exec-time", "0"],
         }
     }
 
@@ -89,6 +95,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
+            Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
         }
     }
 
@@ -102,6 +109,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
+            Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
         }
     }
 
