@@ -415,6 +415,20 @@ fn a_target_writing_a_mebibyte_per_execution_is_fuzzed_as_any_other() {
 }
 
 /// Waits until `done` holds, up to `limit`; whether it did.
+/// The first child of `pid`, waited for: a supervisor has none for a moment while it starts the
+/// next fuzzing process (after a reproducer that ends the process, a hang or a crash).
+fn first_child(pid: u32) -> u32 {
+    let mut child = None;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            child = children(pid).first().copied();
+            child.is_some()
+        }),
+        "process {pid} had no child for 20 s"
+    );
+    child.expect("waited for")
+}
+
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
     while started.elapsed() < limit {
@@ -572,11 +586,11 @@ fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory(
         let out = scratch(&format!("faults-killed-client-{cores}")).join("out");
         let (running, before) = planted_run(&out, cores, "40");
         let supervisor = if cores {
-            children(running.pid())[0]
+            first_child(running.pid())
         } else {
             running.pid()
         };
-        let client = children(supervisor)[0];
+        let client = first_child(supervisor);
         send(client, libc::SIGKILL);
         assert!(
             wait_until(Duration::from_secs(20), || children(supervisor)
@@ -632,7 +646,7 @@ fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_e
         > Duration::from_secs(10)));
     let before = common::summary(&out);
     let labels_before = before["labels"].as_u64().unwrap();
-    let client = children(running.pid())[0];
+    let client = first_child(running.pid());
     send(client, libc::SIGKILL);
     let killed_at = before["elapsed_secs"].as_f64().unwrap();
     let output = running.wait(Duration::from_secs(secs + 60));
@@ -684,7 +698,7 @@ fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly(
 fn a_supervisor_stopped_for_a_while_holds_nothing_up() {
     let out = scratch("faults-stopped-supervisor").join("out");
     let (running, before) = planted_run(&out, true, "100");
-    let supervisor = children(running.pid())[0];
+    let supervisor = first_child(running.pid());
     // A minute, as a machine under memory pressure or a debugger may hold one.
     send(supervisor, libc::SIGSTOP);
     std::thread::sleep(Duration::from_secs(60));
