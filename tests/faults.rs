@@ -414,7 +414,6 @@ fn a_target_writing_a_mebibyte_per_execution_is_fuzzed_as_any_other() {
     nothing_partial(&dir.join("out"));
 }
 
-/// Waits until `done` holds, up to `limit`; whether it did.
 /// The first child of `pid`, waited for: a supervisor has none for a moment while it starts the
 /// next fuzzing process (after a reproducer that ends the process, a hang or a crash).
 fn first_child(pid: u32) -> u32 {
@@ -429,6 +428,7 @@ fn first_child(pid: u32) -> u32 {
     child.expect("waited for")
 }
 
+/// Waits until `done` holds, up to `limit`; whether it did.
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
     while started.elapsed() < limit {
