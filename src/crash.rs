@@ -133,7 +133,8 @@ pub fn panic_stacks_kept() -> bool {
     PANIC_STACKS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Records the panic of the running target: its `file:line:col` and message (first line kept).
+/// Records the panic of the running target: its `file:line:col` and message (up to
+/// [`MAX_PANIC_MESSAGE`] bytes of it).
 ///
 /// Our hook calls it; so does the runtime's C ABI for a Rust fuzz crate, which has its own copy
 /// of `std` (its panics never reach our hook: it catches them itself and reports them).
@@ -161,13 +162,7 @@ pub fn record_panic_with_stack(location: String, message: String, mut frames: Ve
     } else {
         location
     };
-    let message: String = message
-        .lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect();
+    let message = at_most(message, MAX_PANIC_MESSAGE);
     let _ = LAST_PANIC.try_with(|p| {
         *p.borrow_mut() = Some(CrashInfo {
             kind: CrashKind::Panic,
@@ -176,6 +171,23 @@ pub fn record_panic_with_stack(location: String, message: String, mut frames: Ve
             frames,
         });
     });
+}
+
+/// The most of a panic's message kept. The whole message, as a rule: `assert_eq!` puts the two
+/// values on the lines after the first, and a report without them sends the user back to
+/// reproduce the failure by hand. One-line displays show its first line.
+pub const MAX_PANIC_MESSAGE: usize = 4096;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn at_most(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
 }
 
 /// Frames walked to find where the program called a panicking library function: the panic
@@ -369,6 +381,13 @@ mod tests {
     }
 
     #[test]
+    fn a_long_message_is_cut_at_a_character_boundary() {
+        assert_eq!(at_most("short".into(), 8), "short");
+        assert_eq!(at_most("ééé".into(), 5), "éé");
+        assert_eq!(at_most("ééé".into(), 4), "éé");
+    }
+
+    #[test]
     fn caught_panic_is_named_by_its_location() {
         install_panic_hook();
         let mut observer = CrashObserver::new();
@@ -385,6 +404,17 @@ mod tests {
         assert_eq!(crash.kind, CrashKind::Panic);
         assert!(crash.location.contains("crash.rs:"), "{}", crash.location);
         assert_eq!(crash.message, "planted with 4");
+
+        // `assert_eq!`'s values are on the message's later lines: they are kept.
+        let mut round_trip = |data: &[u8]| assert_eq!(data.len(), 3, "round trip of {data:?}");
+        <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
+        let exit = run_catching_panics(&mut round_trip, b"ab");
+        <CrashObserver as Observer<(), ()>>::post_exec(&mut observer, &mut (), &(), &exit).unwrap();
+        let message = observer.last().expect("a crash was seen").message.clone();
+        assert_eq!(
+            message,
+            "assertion `left == right` failed: round trip of [97, 98]\n  left: 2\n right: 3"
+        );
 
         <CrashObserver as Observer<(), ()>>::pre_exec(&mut observer, &mut (), &()).unwrap();
         let exit = run_catching_panics(&mut target, b"fine");

@@ -115,7 +115,12 @@ pub fn run(
     } else {
         corpus
     };
-    create_dir(&corpus[0])?;
+    // As with cargo-fuzz, the arguments go to the fuzzer as they are: a directory is a corpus, a
+    // file an input to run (`cargo labelfuzz run T fuzz/artifacts/T/crash-…` reproduces it).
+    // Only a corpus directory that is missing is made.
+    if !corpus[0].is_file() {
+        create_dir(&corpus[0])?;
+    }
     let mut args: Vec<OsString> = Vec::new();
     let own_output = !sets_flag(fuzzer_args, &["-o", "--output"]);
     let state = project.state_dir(target);

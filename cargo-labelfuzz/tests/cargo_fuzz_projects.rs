@@ -190,6 +190,15 @@ fn list_tmin_cmin_and_fmt_work_on_a_cargo_fuzz_project() {
         std::fs::read(dir.join("fuzz/artifacts/parse/minimized-from-big-crash")).unwrap(),
         b"p9+"
     );
+    // A file among `run`'s arguments is an input to run, as with cargo-fuzz: the crash is
+    // reproduced and reported, and the file is left as it is.
+    let minimized = dir.join("fuzz/artifacts/parse/minimized-from-big-crash");
+    let rerun = cargo_labelfuzz(&dir, &["run", "parse", minimized.to_str().unwrap()]);
+    assert_eq!(rerun.status.code(), Some(77));
+    let stderr = String::from_utf8_lossy(&rerun.stderr);
+    assert!(stderr.contains("panicked at"), "{stderr}");
+    assert!(stderr.contains("index out of bounds"), "{stderr}");
+    assert_eq!(std::fs::read(&minimized).unwrap(), b"p9+");
 
     // A corpus with redundant inputs: inputs that take the same paths the same number of times
     // show the same labels, and only the simplest of them survives.

@@ -150,7 +150,7 @@ fn print_reductions(config: &Config, summary: &crate::report::Summary) {
         println!(
             "reduced {} ({}): {} ({})",
             crash.kind,
-            crash.message,
+            first_line(&crash.message),
             show(&bytes),
             file.display()
         );
@@ -373,11 +373,17 @@ fn finish(options: &Options, config: &Config, outcome: &crate::launch::Outcome) 
                 "labelfuzz: {} {} {} ({}): {}",
                 crash.kind,
                 crash.location,
-                crash.message,
+                first_line(&crash.message),
                 crash.len,
                 config.output.join(&crash.input).display()
             );
         }
     }
     std::process::exit(i32::from(outcome.found_crashes()))
+}
+
+/// The first line of a crash's message, for one-line displays (a panic's message may go on with
+/// `assert_eq!`'s values).
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or("")
 }

@@ -176,7 +176,7 @@ fn crash_table(out: &Path, summary: &Summary, fuzzer: Option<&Path>) -> String {
         });
         let _ = write!(
             html,
-            "<tr class=\"crash\"><td>{}</td><td><code>{}</code></td><td>{}</td>\
+            "<tr class=\"crash\"><td>{}</td><td><code>{}</code></td><td class=\"message\">{}</td>\
              <td>{:.1} s, run {}</td><td><div>{} bytes, <code>{}</code></div>\
              <pre class=\"hex\">{}</pre><div>text: <code>{}</code></div>{rendered}{pattern}{twins}{replay}</td></tr>",
             escape(&crash.kind),
@@ -255,7 +255,7 @@ fn coverage_section(out: &Path) -> String {
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;\
-text-align:left;vertical-align:top}pre.hex{margin:4px 0;font-size:12px}\
+text-align:left;vertical-align:top}pre.hex{margin:4px 0;font-size:12px}td.message{white-space:pre-wrap}\
 code{word-break:break-all}.error{color:#b00}";
 
 /// Writes `OUT/report.html` for the run in `out` and returns its path; `fuzzer` (this
