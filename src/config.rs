@@ -81,8 +81,12 @@ pub struct Config {
     /// For a typed (`Arbitrary`) Rust target: how it prints an input's decoded value, so that
     /// crash patterns are also stated on that `Debug` form.
     pub debug_form: Option<crate::pattern::DebugForm>,
-    /// Dictionary tokens (`--dict`), for the havoc stage's token mutations.
+    /// Dictionary tokens (`--dict`), for the havoc stage's token mutations and the expansions.
     pub dictionary: Vec<Vec<u8>>,
+    /// The automatic dictionary's tokens (`--auto-dict`), for the havoc stage's token mutations
+    /// only: the program's literals are many and mostly not input, too many to append each
+    /// one to every corpus entry.
+    pub program_tokens: Vec<Vec<u8>>,
     /// Where copies of crash reproducers go besides `crashes/` (libFuzzer's artifact flags).
     pub artifacts: Option<crate::output::Artifacts>,
     /// A corpus directory new corpus inputs are also added to (libFuzzer's first corpus

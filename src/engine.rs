@@ -89,6 +89,13 @@ fn havoc_mutator(state: &mut State, dictionary: &[Vec<u8>]) -> DynMutator<BytesI
     )))
 }
 
+/// The tokens havoc's token mutations use: the dictionary's and the program's.
+fn havoc_tokens(config: &Config) -> Vec<Vec<u8>> {
+    let mut tokens = config.dictionary.clone();
+    tokens.extend(config.program_tokens.iter().cloned());
+    tokens
+}
+
 /// The fuzzing process: fuzzes until a limit, then tells its supervisor the run is over. Also
 /// after an error: a supervisor not told restarts its client, and an error stops (and fails)
 /// every process of the run.
@@ -177,7 +184,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let reporter = reporter_for(config, out, client);
     let havoc = HavocStage::new(
         considerer_for(config, &crash_handle),
-        havoc_mutator(run.state, &config.dictionary),
+        havoc_mutator(run.state, &havoc_tokens(config)),
         config.havoc,
         config.max_len,
     );

@@ -75,9 +75,11 @@ pub mod table;
 pub mod value_profile;
 
 /// The runtime's parts (from `labelfuzz-runtime`): crash sites, the memory watcher, what the
-/// target does to its process, comparison progress, the fuzzer's own messages.
+/// target does to its process, comparison progress, the fuzzer's own messages, the tokens the
+/// compiler wrapper embedded.
 pub use labelfuzz_runtime::{
-    cmp_progress, console, interference, memory, process, reject, say, signals, symbols,
+    cmp_progress, console, embedded_dictionary, interference, memory, process, reject, say,
+    signals, symbols,
 };
 
 pub use cli::{main_for_target, main_for_typed_target, Options};

@@ -192,6 +192,32 @@ fn keywords_compared_with_memcmp_are_found_through_their_operands() {
 }
 
 #[test]
+fn a_command_looked_up_by_hash_is_found_through_the_programs_string_literals() {
+    let dir = scratch("c-hashed-commands");
+    // As build systems do: the program compiled on its own, then linked into the fuzzer.
+    let source = root().join("fuzzers/c_planted/hashed_commands.c");
+    labelfuzz_cc(
+        &dir,
+        &["-O1", "-c", source.to_str().unwrap(), "-o", "commands.o"],
+    );
+    labelfuzz_cc(&dir, &["commands.o", "-o", "fuzzer"]);
+    let fuzzer = dir.join("fuzzer");
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "200000", "5", &[]);
+    let crashes = crashes_by_input(&out);
+    let inputs: Vec<&[u8]> = crashes.keys().map(Vec::as_slice).collect();
+    assert_eq!(inputs, vec![&b"drop-everything"[..]], "{crashes:?}");
+    // Without the program's literals nothing leads there within the same executions.
+    fuzz_finding_nothing(
+        &fuzzer,
+        &dir.join("out-without"),
+        "200000",
+        "5",
+        &["--auto-dict", "0"],
+    );
+}
+
+#[test]
 fn a_sanitizer_report_slower_than_the_timeout_is_the_bug_not_a_timeout() {
     // ASan symbolizes its report before it aborts: seconds for a large binary or on a loaded
     // machine. `sleep_before_dying=2` stands in for that, past a 300 ms timeout; the execution

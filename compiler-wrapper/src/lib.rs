@@ -28,6 +28,7 @@ use std::process::Command;
 
 use libafl_cc::{ClangWrapper, CompilerWrapper, ToolWrapper};
 
+pub mod dictionary;
 mod llvm;
 
 pub use llvm::{defines_fuzz_entry, Llvm};
@@ -214,8 +215,8 @@ pub struct Invocation {
     pub fuzzer: FuzzerRequest,
     /// Input files (sources, objects, archives) named on the command line.
     pub inputs: Vec<PathBuf>,
-    /// Whether `-o` names the output.
-    pub names_output: bool,
+    /// The output file `-o` names, if it does.
+    pub output_file: Option<PathBuf>,
 }
 
 /// Options whose value is the next argument (so the value is not an input file).
@@ -252,7 +253,7 @@ impl Invocation {
         let mut compiled = false;
         let mut shared = false;
         let mut inputs = Vec::new();
-        let mut names_output = false;
+        let mut output_file = None;
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
             if let Some(list) = arg.strip_prefix("-fsanitize=") {
@@ -282,8 +283,8 @@ impl Invocation {
                 "-c" | "-S" | "-E" | "-M" | "-MM" => compiled = true,
                 "-shared" => shared = true,
                 "-o" => {
-                    names_output = true;
                     if let Some(value) = iter.next() {
+                        output_file = Some(PathBuf::from(value));
                         kept.push(value.clone());
                     }
                 }
@@ -310,7 +311,7 @@ impl Invocation {
             output,
             fuzzer,
             inputs,
-            names_output,
+            output_file,
         }
     }
 }
@@ -362,7 +363,7 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
             FuzzerRequest::Auto => defines_fuzz_entry(&llvm, &invocation.inputs),
         };
 
-    if invocation.output == Output::Compiled && !invocation.names_output {
+    if invocation.output == Output::Compiled && invocation.output_file.is_none() {
         // LibAFL's wrapper would invent an `-o` (next to the source, or one for several
         // sources, or instead of stdout for `-E`); clang's own defaults are what builds expect.
         let mut command = Command::new(llvm.tool(if cpp { "clang++" } else { "clang" }));
@@ -409,7 +410,11 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
     let status = clang
         .run()
         .map_err(|e| WrapperError::Clang(format!("could not run clang: {e:?}")))?;
-    Ok(status.unwrap_or(1))
+    let code = status.unwrap_or(1);
+    if code == 0 && link_harness && Build::from_env() == Build::Fuzz {
+        dictionary::embed_into_fuzzer(&llvm, &invocation);
+    }
+    Ok(code)
 }
 
 /// `main` of `labelfuzz-cc` (`cpp == false`) and `labelfuzz-cxx`: returns the exit code.

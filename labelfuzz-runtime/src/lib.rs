@@ -7,6 +7,8 @@
 //!   (the target's frames only), the guard in front of the timeout handler (no save inside the
 //!   allocator or the unwinder; no hang blamed on a machine that kept the process waiting).
 //! - [`symbols`]: function names from the executable's symbol table, for crash sites.
+//! - [`embedded_dictionary`]: the tokens `labelfuzz-cc` stored in the executable, from the
+//!   string literals of the code under test.
 //! - [`memory`]: the RSS watcher behind `--rss-limit-mb`.
 //! - [`interference`]: what the target does to its process (signal handlers, standard
 //!   descriptors, resource limits, crashing children), put back and reported once.
@@ -24,6 +26,7 @@ pub(crate) use labelfuzz_core::labels;
 
 pub mod cmp_progress;
 pub mod console;
+pub mod embedded_dictionary;
 pub mod interference;
 pub mod memory;
 pub mod process;

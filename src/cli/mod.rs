@@ -163,6 +163,7 @@ impl Options {
             grammar: None,
             debug_form: None,
             dictionary: Vec::new(),
+            program_tokens: Vec::new(),
             artifacts: match (&self.exact_artifact_path, &self.artifact_prefix) {
                 (Some(path), _) => Some(crate::output::Artifacts::ExactPath(path.clone())),
                 (None, Some(prefix)) => Some(crate::output::Artifacts::Prefix(prefix.clone())),

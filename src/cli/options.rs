@@ -167,6 +167,13 @@ pub struct Options {
     #[arg(short = 'x', long, value_name = "FILE")]
     pub dict: Vec<PathBuf>,
 
+    /// The automatic dictionary (1: on, 0: off): the tokens `labelfuzz-cc` took from the string
+    /// literals of the code it instrumented (keywords, names, the SQL a library runs on
+    /// itself) join havoc's token mutations, as AFL++'s LTO mode does with its autodictionary
+    /// (not in grammar mode).
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub auto_dict: u8,
+
     /// Also write every crash reproducer to `<PREFIX><file name>` (a directory must end in `/`
     /// and exist).
     #[arg(long, value_name = "PREFIX")]

@@ -334,6 +334,10 @@ fn run_config(
         let tokens = crate::dictionary::read_dictionary(path).map_err(|e| e.to_string())?;
         config.dictionary.extend(tokens);
     }
+    // Grammar mode's inputs are choice sequences, where the program's words mean nothing.
+    if options.auto_dict == 1 && config.grammar.is_none() {
+        config.program_tokens = crate::embedded_dictionary::embedded_dictionary();
+    }
     if options.reduce && options.parse {
         parse_inputs(&mut config)?;
     }

@@ -1,5 +1,5 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,havoc,
-//! regular-runs,rare-schedule,charge-exec-time`): labelfuzz with one lever flipped from its
+//! regular-runs,rare-schedule,charge-exec-time,auto-dict`): labelfuzz with one lever flipped from its
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
@@ -34,11 +34,13 @@ pub enum Lever {
     RareSchedule,
     /// Slow entries picked in proportion to their speed (`--charge-exec-time 0`).
     ChargeExecTime,
+    /// The tokens of the program's string literals that `labelfuzz-cc` embeds (`--auto-dict 0`).
+    AutoDict,
 }
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 8] = [
+    pub const ALL: [Lever; 9] = [
         Lever::CmpProgress,
         Lever::Cmplog,
         Lever::CmplogTransforms,
@@ -47,6 +49,7 @@ impl Lever {
         Lever::RegularRuns,
         Lever::RareSchedule,
         Lever::ChargeExecTime,
+        Lever::AutoDict,
     ];
 
     /// The name `BENCH_ABLATION` takes.
@@ -60,6 +63,7 @@ impl Lever {
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
+            Lever::AutoDict => "auto-dict",
         }
     }
 
@@ -82,6 +86,7 @@ impl Lever {
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
+            Lever::AutoDict => &["--auto-dict", "0"],
         }
     }
 
@@ -96,6 +101,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
+            Lever::AutoDict => "labelfuzz without auto-dict",
         }
     }
 
@@ -110,6 +116,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
+            Lever::AutoDict => "labelfuzz-no-auto-dict",
         }
     }
 
