@@ -71,29 +71,23 @@ impl<EM> ClientManager for EM where
 
 /// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
 /// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
-/// a dictionary, its tokens go into the state and the token mutations join.
-fn havoc_mutator(state: &mut State, dictionary: &[Vec<u8>]) -> DynMutator<BytesInput, State> {
-    if dictionary.is_empty() {
+/// tokens (the dictionary's and the program's), they go into the state and the token mutations
+/// join.
+fn havoc_mutator(state: &mut State, token_lists: [&[Vec<u8>]; 2]) -> DynMutator<BytesInput, State> {
+    if token_lists.iter().all(|list| list.is_empty()) {
         return DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
             havoc_mutations(),
             HAVOC_STACK_POW,
         )));
     }
     let tokens = state.metadata_or_insert_with(Tokens::default);
-    for token in dictionary {
+    for token in token_lists.into_iter().flatten() {
         tokens.add_token(token);
     }
     DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
         havoc_mutations().merge(tokens_mutations()),
         HAVOC_STACK_POW,
     )))
-}
-
-/// The tokens havoc's token mutations use: the dictionary's and the program's.
-fn havoc_tokens(config: &Config) -> Vec<Vec<u8>> {
-    let mut tokens = config.dictionary.clone();
-    tokens.extend(config.program_tokens.iter().cloned());
-    tokens
 }
 
 /// The fuzzing process: fuzzes until a limit, then tells its supervisor the run is over. Also
@@ -184,7 +178,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let reporter = reporter_for(config, out, client);
     let havoc = HavocStage::new(
         considerer_for(config, &crash_handle),
-        havoc_mutator(run.state, &havoc_tokens(config)),
+        havoc_mutator(run.state, [&config.dictionary, &config.program_tokens]),
         config.havoc,
         config.max_len,
     );
