@@ -294,8 +294,9 @@ fn run_jobs(
     let results = Mutex::new(Vec::new());
     // A target may write files where it runs (SQLite's `ATTACH 'x'` creates `x`): labelfuzz's
     // runs and every coverage replay, which have no working directory of their own, run in a
-    // scratch directory of the benchmark's, emptied first, never in the repository.
-    let scratch = util::fresh_dir(&bench.join("cwd"));
+    // scratch directory of this benchmark process's (benches started at once each have their
+    // own), never in the repository.
+    let scratch = util::fresh_dir(&bench.join(format!("cwd-{}", std::process::id())));
     let before = std::env::current_dir().ok();
     std::env::set_current_dir(&scratch).expect("the benchmark's scratch directory");
     std::thread::scope(|scope| {
@@ -314,6 +315,7 @@ fn run_jobs(
     if let Some(before) = before {
         let _ = std::env::set_current_dir(before);
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     let mut all = results.into_inner().expect("results");
     all.sort_by_key(|m| (m.target.name, m.fuzzer.name(), m.seed));
     all
