@@ -1,5 +1,6 @@
-//! Embeds the sources of the labelfuzz runtime (`labelfuzz-core`, `labelfuzz-grammar`,
-//! `labelfuzz-runtime`, `labelfuzz-tools`, the `labelfuzz` engine and `labelfuzz-harness`) and of `labelfuzz-sys`,
+//! Embeds the sources of the labelfuzz runtime (`labelfuzz-core`, `labelfuzz-dictionary`,
+//! `labelfuzz-grammar`, `labelfuzz-runtime`, `labelfuzz-tools`, the `labelfuzz` engine and
+//! `labelfuzz-harness`) and of `labelfuzz-sys`,
 //! so that an installed tool builds the runtime with no checkout around.
 //!
 //! Each of those packages says where its sources are (`cargo:source=…` in its build script,
@@ -37,6 +38,7 @@ fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 fn main() {
     let packages = [
         ("labelfuzz-core", "DEP_LABELFUZZ_CORE_SOURCE"),
+        ("labelfuzz-dictionary", "DEP_LABELFUZZ_DICTIONARY_SOURCE"),
         ("labelfuzz-grammar", "DEP_LABELFUZZ_GRAMMAR_SOURCE"),
         ("labelfuzz-runtime", "DEP_LABELFUZZ_RUNTIME_SOURCE"),
         ("labelfuzz-tools", "DEP_LABELFUZZ_TOOLS_SOURCE"),

@@ -851,6 +851,38 @@ fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
     assert!(site.contains("src/main.rs:"), "{site}");
 }
 
+#[test]
+fn a_command_looked_up_by_hash_is_found_through_the_crates_string_literals() {
+    let fuzzer = build_fuzzer("hashed_commands");
+    let fuzz = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "-o",
+            out.to_str().unwrap(),
+            "--runs",
+            "200000",
+            "--max-time",
+            "60",
+            "--seed",
+            "5",
+            "--stop-on-crash",
+        ];
+        args.extend_from_slice(extra);
+        let result = run(&fuzzer, &args);
+        let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+        (result.status.code(), stderr)
+    };
+    let out = scratch("hashed-commands");
+    let (status, stderr) = fuzz(&out, &[]);
+    assert_eq!(status, Some(1), "{stderr}");
+    let crashes = common::crashes_by_input(&out);
+    let (kind, site) = &crashes[&b"drop-everything".to_vec()];
+    assert_eq!(kind, "panic");
+    assert!(site.contains("hashed_commands/src/lib.rs:"), "{site}");
+    // Without the library's literals nothing leads there within the same executions.
+    let (status, stderr) = fuzz(&scratch("hashed-commands-without"), &["--auto-dict", "0"]);
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
 /// Runs `fuzzer --replay` on one input; returns the edges it covers.
 fn edges_of(fuzzer: &std::path::Path, name: &str, input: &[u8]) -> u64 {
     let dir = scratch(name);

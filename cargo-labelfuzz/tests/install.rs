@@ -8,8 +8,9 @@ use std::process::{Command, Output};
 
 use common::{assert_git_clean, checked, project, repo};
 
-const PACKAGES: [&str; 9] = [
+const PACKAGES: [&str; 10] = [
     "labelfuzz-core",
+    "labelfuzz-dictionary",
     "labelfuzz-grammar",
     "labelfuzz-runtime",
     "labelfuzz-tools",

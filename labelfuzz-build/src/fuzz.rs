@@ -7,7 +7,7 @@ use std::process::Command;
 
 use cargo_metadata::{Message, MetadataCommand, TargetKind};
 
-use crate::glue::Glue;
+use crate::glue::{stand_in_patch, Glue, LibfuzzerSys};
 use crate::lockfile::LockGuard;
 use crate::runtime::Runtime;
 use crate::BuildError;
@@ -108,33 +108,6 @@ struct CrateFacts {
     libfuzzer_sys: Option<LibfuzzerSys>,
 }
 
-/// A cargo-fuzz crate's `libfuzzer-sys` dependency.
-struct LibfuzzerSys {
-    requirement: semver::VersionReq,
-    /// The `[patch]` table that replaces it: `crates-io`, or the git repository's URL.
-    patch_table: String,
-}
-
-impl LibfuzzerSys {
-    /// The dependency as `cargo metadata` lists it; `None` for a path dependency (a vendored
-    /// copy, which cannot be patched).
-    fn from_dependency(dep: &cargo_metadata::Dependency) -> Option<Self> {
-        let source = dep.source.as_deref()?;
-        let patch_table = if source.starts_with("registry+") {
-            "crates-io".to_string()
-        } else {
-            // `git+URL?branch=…#rev`: the patch names the repository.
-            let url = source.strip_prefix("git+")?;
-            let url = url.split(['?', '#']).next().unwrap_or(url);
-            format!("{url:?}")
-        };
-        Some(Self {
-            requirement: dep.req.clone(),
-            patch_table,
-        })
-    }
-}
-
 fn crate_facts(manifest: &Path) -> Result<CrateFacts, BuildError> {
     let metadata = MetadataCommand::new()
         .manifest_path(manifest)
@@ -214,6 +187,17 @@ fn variant(options: &BuildOptions) -> String {
         }));
     }
     name
+}
+
+/// What one cargo build made.
+#[derive(Default)]
+struct Outcome {
+    /// The binaries.
+    built: Vec<Built>,
+    /// The crates' libraries (rlibs), whose instrumented code the binaries link.
+    libraries: Vec<PathBuf>,
+    /// Whether a libfuzzer-sys other than the stand-in was compiled.
+    foreign_libfuzzer: bool,
 }
 
 /// One fuzz build, worked out before cargo runs: where, with which toolchain, for which host,
@@ -363,23 +347,28 @@ impl<'a> Plan<'a> {
         command
     }
 
-    /// Runs `command`, passing cargo's diagnostics on; the binaries built, and whether a
-    /// libfuzzer-sys other than the stand-in was compiled.
-    fn run(&self, command: Command) -> Result<(Vec<Built>, bool), BuildError> {
-        let mut built = Vec::new();
-        let mut foreign_libfuzzer = false;
+    /// Runs `command`, passing cargo's diagnostics on; what it built.
+    fn run(&self, command: Command) -> Result<Outcome, BuildError> {
+        let mut outcome = Outcome::default();
         let status = crate::cargo_messages::stream(command, "cargo build", |message| {
             if let Message::CompilerArtifact(artifact) = message {
                 if artifact.target.name == "libfuzzer_sys" {
                     let manifest = artifact.manifest_path.as_std_path();
-                    foreign_libfuzzer |= self
+                    outcome.foreign_libfuzzer |= self
                         .stand_in
                         .as_ref()
                         .is_none_or(|(dir, _)| !manifest.starts_with(dir));
                 }
+                let rlibs = artifact
+                    .filenames
+                    .iter()
+                    .filter(|file| file.extension() == Some("rlib"));
+                outcome
+                    .libraries
+                    .extend(rlibs.map(|file| file.clone().into_std_path_buf()));
                 let is_bin = artifact.target.kind.contains(&TargetKind::Bin);
                 if let Some(path) = artifact.executable.as_ref().filter(|_| is_bin) {
-                    built.push(Built {
+                    outcome.built.push(Built {
                         name: artifact.target.name.clone(),
                         path: path.clone().into_std_path_buf(),
                     });
@@ -393,25 +382,8 @@ impl<'a> Plan<'a> {
                 format!("cargo exited with {status} (its messages are above)"),
             ));
         }
-        Ok((built, foreign_libfuzzer))
+        Ok(outcome)
     }
-}
-
-/// The stand-in for `dependency` and the `--config` value that patches it in.
-fn stand_in_patch(glue: &Glue, dependency: &LibfuzzerSys) -> Result<(PathBuf, String), BuildError> {
-    let Some(dir) = glue.stand_in_for(&dependency.requirement)? else {
-        return Err(BuildError::Project(format!(
-            "libfuzzer-sys = \"{}\" pins a version the stand-in cannot take; ask for a release \
-             line instead (e.g. \"0.4\")",
-            dependency.requirement
-        )));
-    };
-    let patch = format!(
-        "patch.{}.libfuzzer-sys.path={:?}",
-        dependency.patch_table,
-        dir.display().to_string()
-    );
-    Ok((dir, patch))
 }
 
 /// Builds the fuzz crate whose manifest is `manifest` and returns its fuzz binaries.
@@ -430,7 +402,11 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
     let lock_path = plan.facts.workspace_root.join("Cargo.lock");
     let _guard = LockGuard::take(&lock_path, &plan.target_dir.join("Cargo.lock.saved"))?;
     plan.resolve_stand_in(&lock_path)?;
-    let (built, foreign_libfuzzer) = plan.run(plan.build_command())?;
+    let Outcome {
+        built,
+        libraries,
+        foreign_libfuzzer,
+    } = plan.run(plan.build_command())?;
     if foreign_libfuzzer {
         // Never hand back a libFuzzer binary as if it were ours.
         return Err(BuildError::Project(
@@ -444,6 +420,9 @@ pub fn build(manifest: &Path, options: &BuildOptions) -> Result<Vec<Built>, Buil
             "{} built no binary (a fuzz crate has a bin per target, each using fuzz_target!)",
             manifest.display()
         )));
+    }
+    if options.mode == Mode::Fuzz {
+        crate::dictionary::embed(&built, &libraries);
     }
     Ok(built)
 }

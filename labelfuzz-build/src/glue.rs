@@ -33,6 +33,53 @@ arbitrary-derive = ["labelfuzz-sys/arbitrary-derive"]
 const STAND_IN_LIB: &str = "//! labelfuzz's stand-in for `libfuzzer-sys` (see `labelfuzz-sys`).\n\
 pub use labelfuzz_sys::*;\n";
 
+/// A cargo-fuzz crate's `libfuzzer-sys` dependency.
+pub(crate) struct LibfuzzerSys {
+    requirement: semver::VersionReq,
+    /// The `[patch]` table that replaces it: `crates-io`, or the git repository's URL.
+    patch_table: String,
+}
+
+impl LibfuzzerSys {
+    /// The dependency as `cargo metadata` lists it; `None` for a path dependency (a vendored
+    /// copy, which cannot be patched).
+    pub(crate) fn from_dependency(dep: &cargo_metadata::Dependency) -> Option<Self> {
+        let source = dep.source.as_deref()?;
+        let patch_table = if source.starts_with("registry+") {
+            "crates-io".to_string()
+        } else {
+            // `git+URL?branch=…#rev`: the patch names the repository.
+            let url = source.strip_prefix("git+")?;
+            let url = url.split(['?', '#']).next().unwrap_or(url);
+            format!("{url:?}")
+        };
+        Some(Self {
+            requirement: dep.req.clone(),
+            patch_table,
+        })
+    }
+}
+
+/// The stand-in for `dependency` and the `--config` value that patches it in.
+pub(crate) fn stand_in_patch(
+    glue: &Glue,
+    dependency: &LibfuzzerSys,
+) -> Result<(PathBuf, String), BuildError> {
+    let Some(dir) = glue.stand_in_for(&dependency.requirement)? else {
+        return Err(BuildError::Project(format!(
+            "libfuzzer-sys = \"{}\" pins a version the stand-in cannot take; ask for a release \
+             line instead (e.g. \"0.4\")",
+            dependency.requirement
+        )));
+    };
+    let patch = format!(
+        "patch.{}.libfuzzer-sys.path={:?}",
+        dependency.patch_table,
+        dir.display().to_string()
+    );
+    Ok((dir, patch))
+}
+
 /// The glue crates and the wrapper of this version of the sources.
 #[derive(Clone, Debug)]
 pub struct Glue {

@@ -7,10 +7,12 @@
 //!   the cache from sources this crate carries ([`sources`]), so an installed tool needs no
 //!   checkout.
 //! - [`wrapper`]: which crates get SanitizerCoverage (the wrapper's rule, unit-tested here).
-//! - [`fuzz`]: one build of a fuzz crate; [`lockfile`]: the project's lock file kept as it was.
+//! - [`fuzz`]: one build of a fuzz crate; [`lockfile`]: the project's lock file kept as it was;
+//!   [`dictionary`]: the automatic dictionary stored in each fuzz binary it built.
 
 pub mod cache;
 pub mod cargo_messages;
+pub mod dictionary;
 pub mod error;
 pub mod fuzz;
 pub mod glue;

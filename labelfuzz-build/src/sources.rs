@@ -16,8 +16,9 @@ include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 /// The engine package (`labelfuzz`).
 const ENGINE: &str = "labelfuzz";
 /// The engine's own crates, which it depends on by path: each is written beside it.
-const ENGINE_CRATES: [&str; 4] = [
+const ENGINE_CRATES: [&str; 5] = [
     "labelfuzz-core",
+    "labelfuzz-dictionary",
     "labelfuzz-grammar",
     "labelfuzz-runtime",
     "labelfuzz-tools",

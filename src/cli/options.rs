@@ -167,10 +167,10 @@ pub struct Options {
     #[arg(short = 'x', long, value_name = "FILE")]
     pub dict: Vec<PathBuf>,
 
-    /// The automatic dictionary (1: on, 0: off): the tokens `labelfuzz-cc` took from the string
-    /// literals of the code it instrumented (keywords, names, the SQL a library runs on
-    /// itself) join havoc's token mutations, as AFL++'s LTO mode does with its autodictionary
-    /// (not in grammar mode).
+    /// The automatic dictionary (1: on, 0: off): the tokens `labelfuzz-cc` or `cargo
+    /// labelfuzz` took from the string literals of the code they instrumented (keywords,
+    /// names, the SQL a library runs on itself) join havoc's token mutations, as AFL++'s LTO
+    /// mode does with its autodictionary (not in grammar mode).
     #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub auto_dict: u8,
 

@@ -104,6 +104,7 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                     "build.rs",
                     "src",
                     "labelfuzz-core",
+                    "labelfuzz-dictionary",
                     "labelfuzz-grammar",
                     "labelfuzz-runtime",
                     "labelfuzz-tools",
