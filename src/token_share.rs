@@ -45,7 +45,8 @@ impl Tally {
     #[must_use]
     pub fn token_share(&self) -> f64 {
         #[allow(clippy::cast_precision_loss)]
-        let rate = |kind: usize| (self.improved[kind] as f64 + 0.5) / (self.tried[kind] as f64 + 1.0);
+        let rate =
+            |kind: usize| (self.improved[kind] as f64 + 0.5) / (self.tried[kind] as f64 + 1.0);
         let (plain, tokens) = (rate(0), rate(1));
         (tokens / (plain + tokens)).clamp(MIN_SHARE, 1.0 - MIN_SHARE)
     }

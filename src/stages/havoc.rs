@@ -2,7 +2,6 @@
 
 use libafl::corpus::Corpus;
 use libafl::inputs::BytesInput;
-use libafl::state::HasCorpus;
 use libafl::mutators::{MutationResult, Mutator};
 use libafl::stages::Stage;
 use libafl::Error;
