@@ -39,7 +39,6 @@ use crate::stages::{
 };
 use crate::start::StartInputs;
 use crate::table::CorpusTable;
-use crate::token_share::TokenShareMutator;
 
 /// Havoc stacks at most 2^this mutations per mutant.
 const HAVOC_STACK_POW: usize = 3;
@@ -73,7 +72,7 @@ impl<EM> ClientManager for EM where
 /// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
 /// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
 /// tokens (the dictionary's and the program's), they go into the state and the token mutations
-/// join in the share of mutants that the run finds pays (`token_share`).
+/// join.
 fn havoc_mutator(state: &mut State, token_lists: [&[Vec<u8>]; 2]) -> DynMutator<BytesInput, State> {
     if token_lists.iter().all(|list| list.is_empty()) {
         return DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
@@ -85,12 +84,9 @@ fn havoc_mutator(state: &mut State, token_lists: [&[Vec<u8>]; 2]) -> DynMutator<
     for token in token_lists.into_iter().flatten() {
         tokens.add_token(token);
     }
-    DynMutator(Box::new(TokenShareMutator::new(
-        HavocScheduledMutator::with_max_stack_pow(havoc_mutations(), HAVOC_STACK_POW),
-        HavocScheduledMutator::with_max_stack_pow(
-            havoc_mutations().merge(tokens_mutations()),
-            HAVOC_STACK_POW,
-        ),
+    DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
+        havoc_mutations().merge(tokens_mutations()),
+        HAVOC_STACK_POW,
     )))
 }
 

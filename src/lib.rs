@@ -72,7 +72,6 @@ pub mod stages;
 pub mod start;
 pub mod stats;
 pub mod table;
-pub mod token_share;
 pub mod value_profile;
 
 /// The runtime's parts (from `labelfuzz-runtime`): crash sites, the memory watcher, what the

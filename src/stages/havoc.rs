@@ -1,6 +1,5 @@
 //! The havoc stage: LibAFL havoc mutants of the scheduled input, each considered.
 
-use libafl::corpus::Corpus;
 use libafl::inputs::BytesInput;
 use libafl::mutators::{MutationResult, Mutator};
 use libafl::stages::Stage;
@@ -130,10 +129,7 @@ impl<M> HavocStage<M> {
             let improved = self
                 .considerer
                 .consider(&mut run, self.mutant.as_ref(), false)?;
-            // The mutator learns which of its mutants pay (the token share): an improvement
-            // is reported as LibAFL does, with the corpus entry it added.
-            let added = improved.then(|| run.state.corpus().last()).flatten();
-            self.mutator.post_exec(run.state, added)?;
+            self.mutator.post_exec(run.state, None)?;
             if improved || run.state.stop_requested() {
                 break;
             }
