@@ -13,11 +13,13 @@ use crate::Built;
 /// The tool that adds the section.
 const OBJCOPY: &str = "objcopy";
 
-/// Stores the tokens of `libraries` in every binary of `built`; a warning for a binary where
-/// that fails (it fuzzes without them).
+/// Stores the tokens of `libraries` (read once, whatever the number of binaries) in every
+/// binary of `built`; a warning for a binary where that fails (it fuzzes without them).
 pub fn embed(built: &[Built], libraries: &[PathBuf]) {
+    let tokens = labelfuzz_dictionary::collect(libraries);
     for binary in built {
-        if let Err(why) = labelfuzz_dictionary::embed(Path::new(OBJCOPY), libraries, &binary.path) {
+        let objcopy = Path::new(OBJCOPY);
+        if let Err(why) = labelfuzz_dictionary::embed_tokens(objcopy, &tokens, &binary.path) {
             eprintln!(
                 "labelfuzz: warning: no automatic dictionary in {}: {why}",
                 binary.path.display()

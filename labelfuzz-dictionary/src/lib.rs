@@ -204,34 +204,46 @@ pub fn tokens_in_elf(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Stores the tokens of the instrumented objects among `inputs` in `executable`'s [`SECTION`]
-/// with `objcopy` (binutils' or LLVM's); returns how many. Nothing is written when there are
-/// none, or when the executable already has the section (a build that did not relink it).
+/// with `objcopy` (binutils' or LLVM's); returns how many ([`collect`], then [`embed_tokens`]).
 ///
 /// # Errors
-/// Reading the executable, writing the section's contents beside it, or running `objcopy`.
+/// As [`embed_tokens`].
 pub fn embed(
     objcopy: &Path,
     inputs: &[impl AsRef<Path>],
+    executable: &Path,
+) -> Result<usize, EmbedError> {
+    embed_tokens(objcopy, &collect(inputs), executable)
+}
+
+/// Stores `tokens` in `executable`'s [`SECTION`] with `objcopy`; returns how many. Nothing is
+/// written when there are none, or when the executable already has the section (a build that
+/// did not relink it).
+///
+/// # Errors
+/// Reading the executable, writing the section's contents beside it, or running `objcopy`.
+pub fn embed_tokens(
+    objcopy: &Path,
+    tokens: &[Vec<u8>],
     executable: &Path,
 ) -> Result<usize, EmbedError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |error| EmbedError::Io { path, error }
     };
+    if tokens.is_empty() {
+        return Ok(0);
+    }
     let existing = std::fs::read(executable).map_err(io(executable))?;
     let has_section =
         object::File::parse(&*existing).is_ok_and(|file| file.section_by_name(SECTION).is_some());
     if has_section {
         return Ok(0);
     }
-    let tokens = collect(inputs);
-    if tokens.is_empty() {
-        return Ok(0);
-    }
     let mut contents = executable.as_os_str().to_owned();
     contents.push(".dict-section");
     let contents = PathBuf::from(contents);
-    std::fs::write(&contents, encode(&tokens)).map_err(io(&contents))?;
+    std::fs::write(&contents, encode(tokens)).map_err(io(&contents))?;
     let mut section = OsString::from(format!("{SECTION}="));
     section.push(&contents);
     let result = Command::new(objcopy)
