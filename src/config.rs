@@ -40,6 +40,9 @@ pub struct Config {
     pub cmplog_transforms: bool,
     /// Input-to-state on a colorized copy of each entry (`--cmplog-colorize`).
     pub cmplog_colorize: bool,
+    /// Mutants of entries that pass a checksum or length check get the field the program
+    /// computed written in (`--cmplog-repair`).
+    pub cmplog_repair: bool,
     /// Executions each crash label's abstract failure pattern may cost (0: no patterns).
     pub pattern_budget: usize,
     /// libFuzzer's `-only_ascii=1`: every input the fuzzer makes is printable ASCII or

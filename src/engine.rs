@@ -176,21 +176,26 @@ fn fuzz_until_done<EM: ClientManager>(
         run.state.request_stop();
     }
     let reporter = reporter_for(config, out, client);
+    let repair = config.cmplog > 0 && config.cmplog_repair;
     let havoc = HavocStage::new(
         considerer_for(config, &crash_handle),
         havoc_mutator(run.state, [&config.dictionary, &config.program_tokens]),
         config.havoc,
         config.max_len,
-    );
+    )
+    .with_repair(repair);
     let cmplog = CmpLogStage::new(
         HavocStage::new(
             considerer_for(config, &crash_handle),
             I2SRandReplace::new(),
             config.cmplog,
             config.max_len,
-        ),
+        )
+        // An input-to-state mutant writes a compared value, and breaks the entry's checksum.
+        .with_repair(repair),
         config.cmplog_transforms,
     )
+    .with_gates(repair)
     .with_colorization(config.cmplog_colorize.then(|| edges_handle.clone()));
     let mut expand = ExpandStage::new(considerer, config.max_len)
         .with_dictionary(&config.dictionary)

@@ -757,6 +757,22 @@ fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
 }
 
 #[test]
+fn content_behind_a_checksum_is_found_by_repairing_each_mutants_checksum() {
+    let dir = scratch("c-checksum-gate");
+    let fuzzer = build_planted(&dir, "checksum_gate.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "300000", "3", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    assert!(
+        crashes.keys().any(|input| input.starts_with(b"GATE")),
+        "{crashes:?}"
+    );
+    // The check can fail: without the repair the same budget finds nothing.
+    let plain = dir.join("plain");
+    fuzz_finding_nothing(&fuzzer, &plain, "300000", "3", &["--cmplog-repair", "0"]);
+}
+
+#[test]
 fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
     let dir = scratch("c-scattered-bytes");
     let fuzzer = build_planted(&dir, "scattered_bytes.c", &[]);

@@ -13,7 +13,8 @@
 //! - [`interference`]: what the target does to its process (signal handlers, standard
 //!   descriptors, resource limits, crashing children), put back and reported once.
 //! - [`cmp_progress`], [`reject`]: comparison progress per site (from `sancov_cmp.c`) and the
-//!   harness's "reject this input".
+//!   harness's "reject this input"; [`gate_watch`]: a few sites' operands through one
+//!   execution, for repairing checksums.
 //! - [`console`]: the fuzzer's own messages, apart from the target's output, writable from
 //!   signal handlers; [`process`]: other processes as `/proc` shows them, shared pages.
 //! - C: `cmp_interceptors.c` (`memcmp`, `strcmp`… interposed for CmpLog), `sancov_cmp.c`
@@ -27,6 +28,7 @@ pub(crate) use labelfuzz_core::labels;
 pub mod cmp_progress;
 pub mod console;
 pub mod embedded_dictionary;
+pub mod gate_watch;
 pub mod interference;
 pub mod memory;
 pub mod process;

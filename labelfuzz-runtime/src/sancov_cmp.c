@@ -9,6 +9,9 @@
 // - comparison progress: with --cmp-progress 1 (labelfuzz_progress_enabled), each site's count
 //   of equal outcomes and its closest operands in this execution (src/cmp_progress.rs reads
 //   them);
+// - gate repair: while labelfuzz_gate_watching, the first operands each of a few watched sites
+//   compares in the execution (src/gate_watch.rs), so that a mutant's checksum can be read
+//   without logging every comparison into the 50 MiB CmpLog map;
 // - grammar mining: while a mining build records (labelfuzz_mine_recording), a one-byte
 //   comparison tells the recorder which function compared the byte last read (mine_trace.c).
 // LibAFL's own callbacks compute the value profile on every comparison of every execution, a
@@ -77,11 +80,35 @@ progress_cell labelfuzz_progress_map[PROGRESS_MAP_SIZE];
 uint16_t labelfuzz_progress_touched[PROGRESS_MAP_SIZE];
 uint32_t labelfuzz_progress_touched_len;
 
+// Gate repair: the watched sites (CmpLog map indices) and what each compared first.
+#define GATE_SITES 4
+typedef struct {
+  uint64_t a;
+  uint64_t b;
+  uint8_t seen;
+} gate_reading;
+uint8_t labelfuzz_gate_watching;
+uint32_t labelfuzz_gate_count;
+uint32_t labelfuzz_gate_sites[GATE_SITES];
+gate_reading labelfuzz_gate_readings[GATE_SITES];
+
+static inline void watch_gates(uintptr_t site, uint64_t a, uint64_t b) {
+  uint32_t k = (uint32_t)(site & (CMPLOG_MAP_W - 1));
+  uint32_t count = labelfuzz_gate_count < GATE_SITES ? labelfuzz_gate_count : GATE_SITES;
+  for (uint32_t i = 0; i < count; i++) {
+    if (labelfuzz_gate_sites[i] == k && !labelfuzz_gate_readings[i].seen) {
+      labelfuzz_gate_readings[i].a = a;
+      labelfuzz_gate_readings[i].b = b;
+      labelfuzz_gate_readings[i].seen = 1;
+    }
+  }
+}
+
 // Whether any consumer listens: the one test every callback makes first. Usually none does
 // (CmpLog listens only during its traced runs; the labels only when asked for).
 static inline int anyone_listens(void) {
   return libafl_cmplog_enabled | labelfuzz_value_profile_enabled | labelfuzz_progress_enabled |
-         labelfuzz_mine_recording;
+         labelfuzz_mine_recording | labelfuzz_gate_watching;
 }
 
 // The frame address of the function that called the callback this is inlined into (its CFA, as
@@ -171,6 +198,7 @@ static inline __attribute__((always_inline)) void on_compare(uintptr_t pc, uint8
     record_progress(site, size, a, b);
   if (labelfuzz_value_profile_enabled) profile_value(site, ~(a ^ b), size * 8u);
   if (libafl_cmplog_enabled) log_operands(site, size, a, b, a_is_const);
+  if (labelfuzz_gate_watching && size >= 4) watch_gates(site, a, b);
 }
 
 #define PC ((uintptr_t)__builtin_return_address(0))

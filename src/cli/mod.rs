@@ -146,6 +146,7 @@ impl Options {
             cmplog: self.cmplog,
             cmplog_transforms: self.cmplog_transforms == 1,
             cmplog_colorize: self.cmplog_colorize == 1,
+            cmplog_repair: self.cmplog_repair == 1,
             rss_limit_mb: self.rss_limit_mb,
             mode: self.mode(),
             inputs: Vec::new(),

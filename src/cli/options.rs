@@ -76,6 +76,15 @@ pub struct Options {
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmplog_colorize: u8,
 
+    /// Checksum and length repair (1: on, 0: off): an entry's traced run marks the fields the
+    /// program recomputes and compares (a checksum, a length: equal 4- or 8-byte values, one
+    /// of them written once in the input); each havoc or input-to-state mutant of that entry
+    /// runs with those comparisons watched, and one that failed a check runs again with the
+    /// value the program computed written in, so that what lies past the check sees the
+    /// mutant's content.
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub cmplog_repair: u8,
+
     /// Executions each crash label's pattern may cost: after its reproducer is shrunk, parts of
     /// it are regenerated at random to find which can be anything (`B ? \xff`,
     /// `((<expr>))`); written to `crashes/<file>.pattern` and `summary.json` (0: off).

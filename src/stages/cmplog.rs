@@ -11,6 +11,7 @@ use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
 use libafl_bolts::tuples::Handle;
 
 use super::colorize::Colorizer;
+use super::gates::{passed_gates, Gate, Gates};
 use super::operands::{distinct_operands, Traced, TracedCache, MAX_TRACED_OPERANDS};
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};
@@ -35,6 +36,11 @@ pub struct CmpLogStage<M> {
     transforms: bool,
     /// Colorizes each entry before its traced run (None: traces the entry as it is).
     colorizer: Option<Colorizer>,
+    /// Whether each traced entry's gates are recorded for repairing its mutants
+    /// ([`super::gates`]).
+    find_gates: bool,
+    /// The gates of the last traced input, when `find_gates`.
+    last_gates: Vec<Gate>,
 }
 
 /// Traced runs between two releases of the CmpLog map's pages. Every row a traced run touched
@@ -67,7 +73,17 @@ impl<M> CmpLogStage<M> {
             traces_since_release: 0,
             transforms,
             colorizer: None,
+            find_gates: false,
+            last_gates: Vec::new(),
         }
+    }
+
+    /// Records the gates each traced entry passes, for the havoc stage to repair its mutants
+    /// with ([`super::gates`]).
+    #[must_use]
+    pub fn with_gates(mut self, find_gates: bool) -> Self {
+        self.find_gates = find_gates;
+        self
     }
 
     /// Colorizes each entry before its traced run, reading paths from the observer `edges`
@@ -117,25 +133,10 @@ where
                     )?;
                     *self.traced.as_mut() = colored;
                 }
-                self.observer.pre_exec(state, &self.traced)?;
-                let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
-                self.observer.post_exec(state, &self.traced, &exit_kind)?;
-                let list = if exit_kind == ExitKind::Ok {
-                    let operands = traced_operands();
-                    learn_tokens(state, &operands, self.traced.as_ref());
-                    distinct_operands(
-                        operands,
-                        self.traced.as_ref(),
-                        MAX_TRACED_OPERANDS,
-                        self.transforms,
-                    )
-                } else {
-                    Vec::new()
-                };
-                self.traces_since_release += 1;
-                if self.traces_since_release >= TRACES_BETWEEN_RELEASES {
-                    release_traced_map();
-                    self.traces_since_release = 0;
+                let list = self.trace(fuzzer, executor, state, manager)?;
+                if !self.last_gates.is_empty() {
+                    let gates = Gates(std::mem::take(&mut self.last_gates));
+                    state.current_testcase_mut()?.add_metadata(gates);
                 }
                 Traced {
                     // Without colorization the mutants start from the entry itself: no copy.
@@ -165,6 +166,50 @@ where
         };
         self.cache.put(id, traced);
         Ok(())
+    }
+}
+
+impl<M> CmpLogStage<M> {
+    /// Runs `self.traced` with comparison logging on and returns the operands worth trying
+    /// (none when the run did not end normally); learns token-like operands on the way.
+    fn trace<E, EM, S, Z>(
+        &mut self,
+        fuzzer: &mut Z,
+        executor: &mut E,
+        state: &mut S,
+        manager: &mut EM,
+    ) -> Result<Vec<libafl::observers::CmpValues>, Error>
+    where
+        E: ObservedExecutor,
+        S: FuzzState,
+        Z: ExecutesInput<E, EM, BytesInput, S>,
+    {
+        self.observer.pre_exec(state, &self.traced)?;
+        let exit_kind = fuzzer.execute_input(state, executor, manager, &self.traced)?;
+        self.observer.post_exec(state, &self.traced, &exit_kind)?;
+        self.last_gates.clear();
+        let list = if exit_kind == ExitKind::Ok {
+            if self.find_gates {
+                self.last_gates =
+                    passed_gates(&traced_sites(GATE_EXECUTIONS), self.traced.as_ref());
+            }
+            let operands = traced_operands();
+            learn_tokens(state, &operands, self.traced.as_ref());
+            distinct_operands(
+                operands,
+                self.traced.as_ref(),
+                MAX_TRACED_OPERANDS,
+                self.transforms,
+            )
+        } else {
+            Vec::new()
+        };
+        self.traces_since_release += 1;
+        if self.traces_since_release >= TRACES_BETWEEN_RELEASES {
+            release_traced_map();
+            self.traces_since_release = 0;
+        }
+        Ok(list)
     }
 }
 
@@ -281,6 +326,31 @@ fn traced_operands() -> Vec<libafl::observers::CmpValues> {
     let mut metadata = CmpValuesMetadata::new();
     metadata.add_from(sites.hit.len(), &mut sites);
     metadata.list
+}
+
+/// The executions of a site read for gates: a checksum or a length is checked once or twice
+/// a run, and a site logged more often is a loop's.
+const GATE_EXECUTIONS: usize = 2;
+
+/// The operands the last traced run logged, with their sites, at most `per_site` a site
+/// (sites logged more often than that are left out).
+fn traced_sites(per_site: usize) -> Vec<(usize, libafl::observers::CmpValues)> {
+    use libafl::observers::CmpMap;
+    // SAFETY: read after the traced run, while nothing writes the map.
+    let map = unsafe { &*std::ptr::addr_of!(libafl_targets::CMPLOG_MAP) };
+    let sites = HitSites::of(map);
+    let mut logged = Vec::new();
+    for (idx, &site) in sites.hit.iter().enumerate() {
+        if sites.executions_for(idx) > per_site {
+            continue;
+        }
+        for execution in 0..sites.usable_executions_for(idx) {
+            if let Some(value) = sites.values_of(idx, execution) {
+                logged.push((site, value));
+            }
+        }
+    }
+    logged
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,havoc,
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
+//! havoc,
 //! regular-runs,rare-schedule,charge-exec-time,auto-dict`): labelfuzz with one lever flipped from its
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
@@ -24,6 +25,8 @@ pub enum Lever {
     CmplogTransforms,
     /// Input-to-state on colorized entries (off by default; `--cmplog-colorize 1`).
     CmplogColorize,
+    /// Checksum and length repair of gated entries' mutants (`--cmplog-repair 0`).
+    CmplogRepair,
     /// Havoc mutants after the expansions (`--havoc 0`).
     Havoc,
     /// Repeated-byte runs and the doubled input among the expansions (off by default;
@@ -40,11 +43,12 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 9] = [
+    pub const ALL: [Lever; 10] = [
         Lever::CmpProgress,
         Lever::Cmplog,
         Lever::CmplogTransforms,
         Lever::CmplogColorize,
+        Lever::CmplogRepair,
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::RareSchedule,
@@ -59,6 +63,7 @@ impl Lever {
             Lever::Cmplog => "cmplog",
             Lever::CmplogTransforms => "cmplog-transforms",
             Lever::CmplogColorize => "cmplog-colorize",
+            Lever::CmplogRepair => "cmplog-repair",
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
@@ -82,6 +87,7 @@ impl Lever {
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::CmplogTransforms => &["--cmplog-transforms", "0"],
             Lever::CmplogColorize => &["--cmplog-colorize", "1"],
+            Lever::CmplogRepair => &["--cmplog-repair", "0"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
@@ -97,6 +103,7 @@ impl Lever {
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::CmplogTransforms => "labelfuzz without cmplog-transforms",
             Lever::CmplogColorize => "labelfuzz with cmplog-colorize",
+            Lever::CmplogRepair => "labelfuzz without cmplog-repair",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
@@ -112,6 +119,7 @@ impl Lever {
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::CmplogTransforms => "labelfuzz-no-cmplog-transforms",
             Lever::CmplogColorize => "labelfuzz-with-cmplog-colorize",
+            Lever::CmplogRepair => "labelfuzz-no-cmplog-repair",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
@@ -224,7 +232,9 @@ mod tests {
         assert_eq!(Lever::parse_list(""), Ok(vec![]));
         let error = Lever::parse_list("cmp_progress").unwrap_err();
         assert!(
-            error.contains("cmp-progress, cmplog, cmplog-transforms, cmplog-colorize, havoc"),
+            error.contains(
+                "cmp-progress, cmplog, cmplog-transforms, cmplog-colorize, cmplog-repair, havoc"
+            ),
             "{error}"
         );
         for lever in Lever::ALL {
