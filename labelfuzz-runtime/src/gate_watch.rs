@@ -25,10 +25,15 @@ extern "C" {
 
 /// Runs `execute` with the comparison sites `sites` watched (CmpLog map indices; past
 /// [`WATCHED_SITES`] they are ignored) and returns its result with the operands each site
-/// compared first (`None`: the site was not reached, or compared fewer than 4 bytes).
+/// compared first, in the order of `sites` (`None`: the site was not reached, compared fewer
+/// than 4 bytes, or is past [`WATCHED_SITES`]). An array, not a vector: it is read for every
+/// mutant of a gated entry.
 ///
 /// Call it on the thread that runs the target, between executions.
-pub fn watching<R>(sites: &[usize], execute: impl FnOnce() -> R) -> (R, Vec<Option<(u64, u64)>>) {
+pub fn watching<R>(
+    sites: &[usize],
+    execute: impl FnOnce() -> R,
+) -> (R, [Option<(u64, u64)>; WATCHED_SITES]) {
     let watched = &sites[..sites.len().min(WATCHED_SITES)];
     // SAFETY: the callbacks only read these while the target runs, on this thread; nothing
     // runs now.
@@ -50,12 +55,10 @@ pub fn watching<R>(sites: &[usize], execute: impl FnOnce() -> R) -> (R, Vec<Opti
         *std::ptr::addr_of_mut!(labelfuzz_gate_count) = 0;
         *std::ptr::addr_of!(labelfuzz_gate_readings)
     };
-    let sides = (0..sites.len())
-        .map(|i| {
-            let reading = readings.get(i)?;
-            (reading.seen != 0).then_some((reading.a, reading.b))
-        })
-        .collect();
+    let mut sides = [None; WATCHED_SITES];
+    for (side, reading) in sides.iter_mut().zip(&readings).take(watched.len()) {
+        *side = (reading.seen != 0).then_some((reading.a, reading.b));
+    }
     (result, sides)
 }
 
@@ -78,7 +81,7 @@ mod tests {
     #[test]
     fn a_watched_site_reports_its_first_wide_comparison_and_nothing_else() {
         let ((), none) = watching(&[0, 1, 2, 3], || {});
-        assert_eq!(none, vec![None; WATCHED_SITES], "nothing ran");
+        assert_eq!(none, [None; WATCHED_SITES], "nothing ran");
         // The site is a hash of the call's return address: find it by watching every map
         // index, a batch at a time.
         let mut found = None;
@@ -103,10 +106,10 @@ mod tests {
             // SAFETY: as above; two bytes wide, narrower than any gate.
             unsafe { __sanitizer_cov_trace_cmp2(1, 2) };
         });
-        assert_eq!(narrow, vec![None]);
+        assert_eq!(narrow, [None; WATCHED_SITES]);
         // Not watching: the callbacks record nothing for the next watch to find.
         compare(5);
         let ((), after) = watching(&[site], || {});
-        assert_eq!(after, vec![None], "a new watch starts empty");
+        assert_eq!(after, [None; WATCHED_SITES], "a new watch starts empty");
     }
 }

@@ -80,11 +80,11 @@ fn equal_computed_value(value: &CmpValues) -> Option<u64> {
 fn field_of(site: usize, value: u64, input: &[u8]) -> Option<Gate> {
     let mut found = None;
     for (bytes, big_endian) in encodings(value) {
-        let mut at = input.windows(bytes.len()).enumerate();
-        let Some((offset, _)) = at.find(|(_, w)| *w == &bytes[..]) else {
+        if !input.windows(bytes.len()).any(|w| w == &bytes[..]) {
             continue;
-        };
-        if at.any(|(_, w)| w == &bytes[..]) || found.is_some() {
+        }
+        let offset = only_occurrence(input, &bytes)?;
+        if found.is_some() {
             return None;
         }
         found = Some(Gate {
@@ -95,6 +95,16 @@ fn field_of(site: usize, value: u64, input: &[u8]) -> Option<Gate> {
         });
     }
     found
+}
+
+/// Where `needle` occurs in `haystack`, when it occurs exactly once.
+fn only_occurrence(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut at = haystack.windows(needle.len()).enumerate();
+    let (offset, _) = at.find(|(_, w)| *w == needle)?;
+    if at.any(|(_, w)| w == needle) {
+        return None;
+    }
+    Some(offset)
 }
 
 /// The ways `value` can be written: 4 bytes when it fits (both orders), else 8.
@@ -122,12 +132,7 @@ impl Gate {
         if mutant.get(self.offset..self.offset + self.bytes.len()) == Some(&self.bytes[..]) {
             return Some(self.offset);
         }
-        let mut at = mutant.windows(self.bytes.len()).enumerate();
-        let (offset, _) = at.find(|(_, w)| *w == &self.bytes[..])?;
-        if at.any(|(_, w)| w == &self.bytes[..]) {
-            return None;
-        }
-        Some(offset)
+        only_occurrence(mutant, &self.bytes)
     }
 
     /// The field's value as the entry holds it.
