@@ -2,7 +2,9 @@
 //! input; if it improves any label, shrink it at once) with LibAFL's evaluation as the oracle.
 //! LibAFL's feedbacks say what improved; the crash table names crash labels and records which
 //! reproducers reached their fixpoint; candidates that ended a process before are skipped, and
-//! slow crashes are shrunk within their time budget.
+//! slow crashes are shrunk within their time budget. While a stage has it watch gates (an
+//! entry's checksums, [`crate::gates`]), every run reads their comparisons, and an input that
+//! failed one is repaired: a mutant, and each shrink candidate, as the core's oracle allows.
 
 use std::sync::Arc;
 
@@ -16,9 +18,11 @@ use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 use crate::config::Limits;
 use crate::crash::CrashObserver;
 use crate::crashes::{CrashTable, SlowShrinkBudget};
+use crate::gates::{Gate, WatchedGates};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
+use labelfuzz_runtime::gate_watch::{self, WATCHED_SITES};
 
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
 #[derive(Debug)]
@@ -30,6 +34,12 @@ pub struct Considerer {
     grammar: Option<Arc<GrammarInputs>>,
     /// Every considered input is first mapped to printable ASCII (`-only_ascii=1`).
     only_ascii: bool,
+    /// The gates watched in every run (see [`Considerer::watch_gates`]).
+    gates: Vec<Gate>,
+    /// Their comparison sites, in the same order.
+    gate_sites: Vec<usize>,
+    /// What each gate's comparison compared in the last run (`None`: not reached).
+    readings: [Option<(u64, u64)>; WATCHED_SITES],
 }
 
 /// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
@@ -64,7 +74,27 @@ impl Considerer {
             scratch: BytesInput::new(Vec::new()),
             grammar: None,
             only_ascii: false,
+            gates: Vec::new(),
+            gate_sites: Vec::new(),
+            readings: [None; WATCHED_SITES],
         }
+    }
+
+    /// Watches `gates` (the scheduled entry's checksums and lengths) in every run from now on,
+    /// and repairs each input that failed one (empty: none). Not in grammar mode, whose
+    /// inputs are choices, not the bytes the program checks. The gates are noted in the state,
+    /// for a crash found meanwhile to keep ([`WatchedGates`]).
+    pub fn watch_gates<S: HasMetadata>(&mut self, state: &mut S, gates: &[Gate]) {
+        self.gates.clear();
+        if self.grammar.is_none() {
+            self.gates
+                .extend_from_slice(&gates[..gates.len().min(WATCHED_SITES)]);
+        }
+        self.gate_sites.clear();
+        self.gate_sites.extend(self.gates.iter().map(|g| g.site));
+        self.readings = [None; WATCHED_SITES];
+        let watched = state.metadata_or_insert_with(WatchedGates::default);
+        watched.0.clone_from(&self.gates);
     }
 
     /// When this considerer's run limits last read the clock (about every 10 ms while it
@@ -185,6 +215,8 @@ where
     /// coverage.
     fn run(&mut self, input: &[u8], skip_seen: bool) -> Result<Outcome, Error> {
         let (considerer, run) = (&mut *self.considerer, &mut *self.run);
+        // Readings belong to this run only: an input not run has none to repair from.
+        considerer.readings = [None; WATCHED_SITES];
         if considerer.limits.exhausted(run.state) {
             return Ok(Outcome::Stop);
         }
@@ -192,13 +224,22 @@ where
         buffer.clear();
         buffer.extend_from_slice(input);
         let scratch = &considerer.scratch;
-        let (result, _) = if skip_seen {
-            run.fuzzer
-                .evaluate_filtered(run.state, run.executor, run.manager, scratch)?
-        } else {
-            run.fuzzer
-                .evaluate_input(run.state, run.executor, run.manager, scratch)?
+        let mut evaluate = || {
+            if skip_seen {
+                run.fuzzer
+                    .evaluate_filtered(run.state, run.executor, run.manager, scratch)
+            } else {
+                run.fuzzer
+                    .evaluate_input(run.state, run.executor, run.manager, scratch)
+            }
         };
+        let (evaluated, readings) = if considerer.gate_sites.is_empty() {
+            (evaluate(), [None; WATCHED_SITES])
+        } else {
+            gate_watch::watching(&considerer.gate_sites, evaluate)
+        };
+        considerer.readings = readings;
+        let (result, _) = evaluated?;
         Ok(match result {
             ExecuteInputResult::None => Outcome::Nothing,
             ExecuteInputResult::Corpus => Outcome::Coverage,
@@ -215,6 +256,7 @@ where
     /// A candidate that ended a process before is skipped; one of a slow crash runs only
     /// within the [`SlowShrinkBudget`], and is deferred when it is spent.
     fn run_crash_candidate(&mut self, input: &[u8], label: Label) -> Result<Outcome, Error> {
+        self.considerer.readings = [None; WATCHED_SITES];
         if killed_before(self.run.state, input) {
             return Ok(Outcome::Nothing);
         }
@@ -239,6 +281,23 @@ where
         let outcome = self.run(input, false);
         with_slow_budget(self.run.state, |budget, now, _| budget.finish(now));
         outcome
+    }
+
+    /// The input with each watched gate it failed written as the program computed it.
+    fn repaired(&mut self, input: &[u8]) -> Option<Vec<u8>> {
+        let considerer = &*self.considerer;
+        let mut repaired: Option<Vec<u8>> = None;
+        for (gate, reading) in considerer.gates.iter().zip(considerer.readings) {
+            let Some(sides) = reading else {
+                continue;
+            };
+            let bytes = repaired.as_deref().unwrap_or(input);
+            if let Some((offset, computed)) = gate.failed_field(bytes, sides) {
+                let bytes = repaired.get_or_insert_with(|| input.to_vec());
+                gate.write(bytes, offset, computed);
+            }
+        }
+        repaired
     }
 
     fn crash_shrinker(&self) -> Option<Arc<dyn CrashShrinker>> {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::crash::{CrashInfo, CrashKind};
 use crate::error::LabelfuzzError;
+use crate::gates::Gate;
 use crate::labels::Label;
 use crate::order::is_simpler;
 use crate::output::OutputDir;
@@ -75,6 +76,10 @@ pub struct CrashRecord {
     /// same bug reached another way.
     #[serde(default)]
     pub same_bug_as: Vec<Label>,
+    /// The gates (checksums, lengths) watched when a reproducer was found: its shrink repairs
+    /// them ([`crate::gates`]).
+    #[serde(default)]
+    pub gates: Vec<Gate>,
 }
 
 /// The crash label of the last failing execution, kept in the state so that it survives the
@@ -201,6 +206,7 @@ impl CrashTable {
             shrunk: false,
             pattern: None,
             same_bug_as: Vec::new(),
+            gates: Vec::new(),
         });
         record.shrunk = false;
         // A pattern belongs to the reproducer it generalizes.
@@ -217,6 +223,16 @@ impl CrashTable {
             record.info.message.clone_from(&info.message);
         }
         Ok(new)
+    }
+
+    /// Keeps `gates` with the record of `label` (none: the ones it has stay, as a reproducer
+    /// found without them may still hold their fields).
+    pub fn keep_gates(&mut self, label: Label, gates: &[Gate]) {
+        if let Some(record) = self.records.get_mut(&label) {
+            if !gates.is_empty() {
+                record.gates = gates.to_vec();
+            }
+        }
     }
 
     /// A crash label whose reproducer still needs shrinking, with that reproducer's key; a slow

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::crash::CrashObserver;
 use crate::crashes::CrashTable;
 use crate::crashes::LastCrash;
+use crate::gates::WatchedGates;
 use crate::labels::{collect_edge_labels, Label};
 use crate::order::Simplicity;
 use crate::output::OutputDir;
@@ -187,6 +188,15 @@ where
         let recorded = state
             .metadata_mut::<CrashTable>()?
             .record(&self.out, info, &key, &bytes, secs, execs);
+        if recorded.is_ok() {
+            let gates = state
+                .metadata::<WatchedGates>()
+                .map(|w| w.0.clone())
+                .unwrap_or_default();
+            state
+                .metadata_mut::<CrashTable>()?
+                .keep_gates(info.label(), &gates);
+        }
         if let Err(e) = recorded {
             // Not an error returned to LibAFL: after a signal this runs inside its crash handler,
             // which cannot report one. Say where the crash is kept and stop the whole run.

@@ -15,7 +15,8 @@
 //!   [`config`]: what a run is asked to do.
 //! - [`engine`]: one fuzzing process assembled from LibAFL's parts; [`start`]: the inputs it
 //!   starts from; [`guards`]: its process-wide hooks; [`interrupt`]: clean stops on Ctrl-C and SIGTERM.
-//! - [`stages`] (one file per stage) and [`consider`]: run an input, shrink every improvement.
+//! - [`stages`] (one file per stage) and [`consider`]: run an input, shrink every improvement;
+//!   [`gates`]: checksums and lengths the program recomputes, repaired in mutants and shrinks.
 //! - [`feedback`], [`scheduler`]: the LibAFL components that judge and pick.
 //! - [`table`], [`crashes`]: the best-per-label table (the corpus) and one reproducer per crash
 //!   label.
@@ -44,6 +45,7 @@ pub mod dictionary;
 pub mod engine;
 pub mod error;
 pub mod feedback;
+pub mod gates;
 pub mod guards;
 pub mod interrupt;
 pub mod launch;

@@ -772,6 +772,36 @@ fn content_behind_a_checksum_is_found_by_repairing_each_mutants_checksum() {
     fuzz_finding_nothing(&fuzzer, &plain, "300000", "3", &["--cmplog-repair", "0"]);
 }
 
+/// zlib's Adler-32 of `data`, big-endian, as `checksum_gate.c` reads it.
+fn adler32_be(data: &[u8]) -> [u8; 4] {
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in data {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    (b << 16 | a).to_be_bytes()
+}
+
+#[test]
+fn a_crash_behind_a_checksum_shrinks_to_its_minimum_by_repairing_each_candidate() {
+    let dir = scratch("c-checksum-shrink");
+    let fuzzer = build_planted(&dir, "checksum_gate.c", &[]);
+    // A long record that passes the checksum: its mutant with the word is a long crash, and
+    // every shorter candidate of that crash fails the checksum unless it is repaired.
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    let mut long = b"GATx and a tail the shrink has to remove".to_vec();
+    long.extend_from_slice(&adler32_be(&long.clone()));
+    std::fs::write(seeds.join("long"), &long).unwrap();
+    let mut minimal = b"GATE".to_vec();
+    minimal.extend_from_slice(&adler32_be(b"GATE"));
+    let seed_dir = seeds.to_str().unwrap();
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "100000", "1", &["--stop-on-crash", seed_dir]);
+    let crashes = crashes_by_input(&out);
+    assert!(crashes.contains_key(&minimal), "{crashes:?}");
+}
+
 #[test]
 fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
     let dir = scratch("c-scattered-bytes");

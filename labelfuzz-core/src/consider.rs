@@ -4,6 +4,11 @@
 //! shrink only accepts candidates with the *same* crash label, so a reproducer never drifts
 //! from one bug to another. Crashes with other labels met on the way are shrunk after.
 //!
+//! An oracle that can repair inputs (rewrite a checksum or a length the program recomputes from
+//! the rest, see [`Oracle::repaired`]) gets every considered input and every rejected shrink
+//! candidate run again repaired, so that what lies behind such a check is reached, and shrunk
+//! as far as an input without one.
+//!
 //! What running an input means is the [`Oracle`]'s business: the engine's runs the target under
 //! LibAFL (its feedbacks decide what improved, its corpus keeps the inputs); [`TableOracle`]
 //! runs a plain function and keeps the best inputs in a [`LabelTable`], which is the whole
@@ -13,7 +18,7 @@ use std::sync::Arc;
 
 use crate::labels::Label;
 use crate::seen::SeenFilter;
-use crate::shrink::{shrink, Plan, Verdict};
+use crate::shrink::{Plan, Shrinker, Verdict};
 use crate::table::LabelTable;
 
 /// What one run of an input showed.
@@ -85,26 +90,59 @@ pub trait Oracle {
         Ok(())
     }
 
+    /// `input`, which was the last to run, with the fields the program recomputes from the
+    /// rest (a checksum, a length) rewritten to what that run computed, when it failed such a
+    /// check; `None` otherwise. Read right after the run, before another input runs.
+    fn repaired(&mut self, input: &[u8]) -> Option<Vec<u8>> {
+        let _ = input;
+        None
+    }
+
     /// True once the run is over.
     fn stopped(&self) -> bool;
 }
 
+/// How many repairs in a row one considered input gets: a repaired input may pass one check
+/// only to fail the next (a format with a checksum per chunk).
+const MAX_REPAIRS: usize = 4;
+
 /// Runs `bytes`; if it improves any label, shrinks it at once. True when it improved one.
-/// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before.
+/// Inputs already run are skipped, unless `fresh` says `bytes` cannot have run before. When
+/// the run failed a check the oracle can repair, the repaired input is considered too.
 ///
 /// # Errors
 /// The oracle's; the shrink stops at the first.
 pub fn consider<O: Oracle>(oracle: &mut O, bytes: &[u8], fresh: bool) -> Result<bool, O::Error> {
-    match oracle.run(bytes, !fresh)? {
+    let mut improved = false;
+    let mut repaired: Option<Vec<u8>> = None;
+    let mut skip_seen = !fresh;
+    for _ in 0..=MAX_REPAIRS {
+        let input = repaired.take();
+        let input = input.as_deref().unwrap_or(bytes);
+        let outcome = oracle.run(input, skip_seen)?;
+        // Read now: the shrink below runs other inputs.
+        repaired = oracle.repaired(input);
+        improved |= follow_up(oracle, outcome, input)?;
+        if repaired.is_none() || oracle.stopped() {
+            break;
+        }
+        skip_seen = true;
+    }
+    Ok(improved)
+}
+
+/// Shrinks `input` after its run showed `outcome`; true when it improved a label.
+fn follow_up<O: Oracle>(oracle: &mut O, outcome: Outcome, input: &[u8]) -> Result<bool, O::Error> {
+    match outcome {
         Outcome::Nothing | Outcome::Deferred | Outcome::Stop => Ok(false),
         Outcome::Coverage => {
-            let others = shrink_to(oracle, Goal::Coverage, bytes.to_vec(), &mut false)?;
+            let others = shrink_to(oracle, Goal::Coverage, input.to_vec(), &mut false)?;
             shrink_crashes(oracle, others)?;
             Ok(true)
         }
         Outcome::Crash(label) => {
             if let Some(label) = label {
-                shrink_crashes(oracle, vec![(bytes.to_vec(), label)])?;
+                shrink_crashes(oracle, vec![(input.to_vec(), label)])?;
             }
             Ok(true)
         }
@@ -136,54 +174,96 @@ pub fn shrink_crashes<O: Oracle>(
 }
 
 /// Shrinks `input` towards `goal`; returns the crashes with other labels met on the way, and
-/// notes in `deferred` whether a candidate was deferred.
+/// notes in `deferred` whether a candidate was deferred. A rejected candidate the oracle can
+/// repair runs again repaired, and the repair is kept if it is accepted (and still simpler).
 fn shrink_to<O: Oracle>(
     oracle: &mut O,
     goal: Goal,
     input: Vec<u8>,
     deferred: &mut bool,
 ) -> Result<Vec<(Vec<u8>, Label)>, O::Error> {
-    let mut met = Vec::new();
-    let mut failure = None;
+    let mut judge = Judge {
+        oracle,
+        goal,
+        met: Vec::new(),
+        deferred: false,
+        failure: None,
+    };
     // Asked first: the judge borrows the oracle for the whole shrink.
     let crash_shrinker = match goal {
         Goal::Coverage => None,
-        Goal::Crash(_) => oracle.crash_shrinker(),
+        Goal::Crash(_) => judge.oracle.crash_shrinker(),
     };
-    let mut judge = |candidate: &[u8]| {
-        let outcome = match goal {
-            Goal::Coverage => oracle.run(candidate, true),
-            Goal::Crash(label) => oracle.run_crash_candidate(candidate, label),
+    if let Some(shrinker) = crash_shrinker {
+        // Its own inputs (grammar choices): nothing in them to repair.
+        shrinker.shrink_crash(input, &mut |candidate| judge.verdict(candidate));
+    } else {
+        let plan = match goal {
+            Goal::Coverage => Plan::COVERAGE,
+            Goal::Crash(_) => Plan::CRASH,
+        };
+        let mut repairing = |candidate: &mut Vec<u8>, _: &[u8]| judge.verdict_repairing(candidate);
+        Shrinker::normalizing(input, &mut repairing).run_plan(plan);
+    }
+    *deferred |= judge.deferred;
+    judge.failure.map_or(Ok(judge.met), Err)
+}
+
+/// Judges the candidates of one shrink by running them with the oracle.
+struct Judge<'o, O: Oracle> {
+    oracle: &'o mut O,
+    goal: Goal,
+    /// Crashes with other labels than the goal's, met on the way.
+    met: Vec<(Vec<u8>, Label)>,
+    /// Whether a candidate was deferred.
+    deferred: bool,
+    /// The oracle's first error; it stops the shrink.
+    failure: Option<O::Error>,
+}
+
+impl<O: Oracle> Judge<'_, O> {
+    /// Runs `candidate` and says whether it keeps the goal.
+    fn verdict(&mut self, candidate: &[u8]) -> Verdict {
+        let outcome = match self.goal {
+            Goal::Coverage => self.oracle.run(candidate, true),
+            Goal::Crash(label) => self.oracle.run_crash_candidate(candidate, label),
         };
         match outcome {
-            Ok(Outcome::Coverage) if goal == Goal::Coverage => Verdict::Accepted,
-            Ok(Outcome::Crash(Some(label))) if goal == Goal::Crash(label) => Verdict::Accepted,
+            Ok(Outcome::Coverage) if self.goal == Goal::Coverage => Verdict::Accepted,
+            Ok(Outcome::Crash(Some(label))) if self.goal == Goal::Crash(label) => Verdict::Accepted,
             Ok(Outcome::Crash(Some(label))) => {
-                met.push((candidate.to_vec(), label));
+                self.met.push((candidate.to_vec(), label));
                 Verdict::Rejected
             }
             Ok(Outcome::Coverage | Outcome::Nothing | Outcome::Crash(None)) => Verdict::Rejected,
             Ok(Outcome::Deferred) => {
-                *deferred = true;
+                self.deferred = true;
                 Verdict::Stop
             }
             Ok(Outcome::Stop) => Verdict::Stop,
             Err(e) => {
-                failure = Some(e);
+                self.failure = Some(e);
                 Verdict::Stop
             }
         }
-    };
-    match (goal, crash_shrinker) {
-        (Goal::Coverage, _) => {
-            shrink(input, Plan::COVERAGE, &mut judge);
-        }
-        (Goal::Crash(_), Some(shrinker)) => shrinker.shrink_crash(input, &mut judge),
-        (Goal::Crash(_), None) => {
-            shrink(input, Plan::CRASH, &mut judge);
-        }
     }
-    failure.map_or(Ok(met), Err)
+
+    /// As [`Judge::verdict`]; a rejected candidate that failed a check the oracle repairs
+    /// runs again repaired, and becomes the repaired input if that is accepted.
+    fn verdict_repairing(&mut self, candidate: &mut Vec<u8>) -> Verdict {
+        let verdict = self.verdict(candidate);
+        if verdict != Verdict::Rejected {
+            return verdict;
+        }
+        let Some(repaired) = self.oracle.repaired(candidate) else {
+            return verdict;
+        };
+        let verdict = self.verdict(&repaired);
+        if verdict == Verdict::Accepted {
+            *candidate = repaired;
+        }
+        verdict
+    }
 }
 
 /// The algorithm over a plain function: `target` returns the labels an input shows (coverage
@@ -293,6 +373,83 @@ mod tests {
         assert_eq!(oracle.best(crash), Some(&b"GOOD!!"[..]));
         // The coverage labels it showed on the way have their own minima.
         assert_eq!(oracle.best(Label::edge(4, 1)), Some(&b"GOOD"[..]));
+    }
+
+    /// `target` behind a checksum of the other bytes in the last byte.
+    fn checked(input: &[u8]) -> Vec<Label> {
+        match input.split_last() {
+            Some((&sum, body)) if sum == checksum(body) => target(body),
+            _ => vec![Label::edge(100, 1)],
+        }
+    }
+
+    fn checksum(body: &[u8]) -> u8 {
+        // Weighted by position: moving value between bytes (the crash plan's redistribution)
+        // changes it too.
+        body.iter()
+            .fold(7, |sum: u8, &b| sum.wrapping_mul(31).wrapping_add(b))
+    }
+
+    type Target = fn(&[u8]) -> Vec<Label>;
+
+    /// A [`TableOracle`] over [`checked`] that repairs a failed checksum, as the program
+    /// computed it.
+    struct RepairingOracle {
+        table: TableOracle<Target>,
+        /// The checksum the last run computed, when the input held another.
+        computed: Option<u8>,
+    }
+
+    impl Oracle for RepairingOracle {
+        type Error = std::convert::Infallible;
+
+        fn run(&mut self, input: &[u8], skip_seen: bool) -> Result<Outcome, Self::Error> {
+            self.computed = input
+                .split_last()
+                .map(|(_, body)| checksum(body))
+                .filter(|&computed| Some(&computed) != input.last());
+            self.table.run(input, skip_seen)
+        }
+
+        fn repaired(&mut self, input: &[u8]) -> Option<Vec<u8>> {
+            let mut repaired = input.to_vec();
+            *repaired.last_mut()? = self.computed?;
+            Some(repaired)
+        }
+
+        fn stopped(&self) -> bool {
+            self.table.stopped()
+        }
+    }
+
+    #[test]
+    fn a_crash_behind_a_checksum_shrinks_as_far_as_one_without_when_the_oracle_repairs() {
+        let mut long = b"GOOD, then a bang !! and some tail".to_vec();
+        long.push(checksum(&long));
+        let crash = Label::crash("panic", "target.rs:1");
+        let mut minimal = b"GOOD!!".to_vec();
+        minimal.push(checksum(&minimal));
+
+        let mut plain = TableOracle::new(checked as Target, 10_000);
+        assert!(consider(&mut plain, &long, true).unwrap());
+        let unrepaired = plain.best(crash).unwrap();
+        assert!(
+            unrepaired.len() > minimal.len(),
+            "without repair almost every candidate breaks the checksum: {unrepaired:?}"
+        );
+
+        let mut repairing = RepairingOracle {
+            table: TableOracle::new(checked, 10_000),
+            computed: None,
+        };
+        // A broken checksum is repaired before anything else runs.
+        let mut broken = long.clone();
+        *broken.last_mut().unwrap() ^= 1;
+        assert!(consider(&mut repairing, &broken, true).unwrap());
+        assert_eq!(repairing.table.best(crash), Some(&minimal[..]));
+        let mut good = b"GOOD".to_vec();
+        good.push(checksum(&good));
+        assert_eq!(repairing.table.best(Label::edge(4, 1)), Some(&good[..]));
     }
 
     #[test]

@@ -11,11 +11,11 @@ use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
 use libafl_bolts::tuples::Handle;
 
 use super::colorize::Colorizer;
-use super::gates::{passed_gates, Gate, Gates};
 use super::operands::{distinct_operands, Traced, TracedCache, MAX_TRACED_OPERANDS};
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};
 use crate::feedback::EdgesObserver;
+use crate::gates::{passed_gates, Gate, Gates};
 use crate::learned_tokens::LearnedTokens;
 
 /// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison

@@ -53,8 +53,18 @@ where
             if run.state.stop_requested() {
                 break;
             }
+            let gates = run
+                .state
+                .metadata::<CrashTable>()?
+                .get(label)
+                .map(|r| r.gates.clone());
             self.considerer
-                .shrink_crashes(&mut run, vec![(input, label)])?;
+                .watch_gates(run.state, gates.as_deref().unwrap_or_default());
+            let shrunk = self
+                .considerer
+                .shrink_crashes(&mut run, vec![(input, label)]);
+            self.considerer.watch_gates(run.state, &[]);
+            shrunk?;
         }
         Ok(())
     }

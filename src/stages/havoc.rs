@@ -6,9 +6,9 @@ use libafl::stages::Stage;
 use libafl::state::HasCurrentTestcase;
 use libafl::{Error, HasMetadata};
 
-use super::gates::{Gate, Gates};
 use super::load_current_into;
 use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
+use crate::gates::{Gate, Gates};
 
 /// Tries LibAFL havoc mutants of the scheduled input, each through [`Considerer::consider`], so
 /// an improving mutant is shrunk at once like any other.
@@ -23,12 +23,10 @@ pub struct HavocStage<M> {
     /// changes are carried onto (empty otherwise).
     original: Vec<u8>,
     mutant: BytesInput,
-    /// Whether mutants of an entry that passes gates are repaired ([`super::gates`]).
+    /// Whether mutants of an entry that passes gates are repaired ([`crate::gates`]).
     repair: bool,
-    /// The scheduled entry's gates (when `repair`).
+    /// The scheduled entry's gates (when `repair`; reused: no allocation per entry).
     gates: Vec<Gate>,
-    /// The gates' comparison sites, in the order of `gates`.
-    gate_sites: Vec<usize>,
 }
 
 impl<M> HavocStage<M> {
@@ -46,29 +44,31 @@ impl<M> HavocStage<M> {
             mutant: BytesInput::new(Vec::new()),
             repair: false,
             gates: Vec::new(),
-            gate_sites: Vec::new(),
         }
     }
 
     /// Repairs the mutants of an entry that passes gates: each is run with the gates'
     /// comparisons watched, and what the program computed at a gate is written over the field
-    /// of a mutant that failed it, which is then run too ([`super::gates`]).
+    /// of a mutant that failed it, which is then run too, and so are its shrink candidates
+    /// ([`crate::gates`]).
     #[must_use]
     pub fn with_repair(mut self, repair: bool) -> Self {
         self.repair = repair;
         self
     }
 
-    /// Reads the scheduled entry's gates (none unless repairing).
-    fn load_gates<S: HasCurrentTestcase<BytesInput>>(&mut self, state: &S) -> Result<(), Error> {
+    /// Watches the scheduled entry's gates (none unless repairing).
+    fn watch_gates<S>(&mut self, state: &mut S) -> Result<(), Error>
+    where
+        S: HasCurrentTestcase<BytesInput> + HasMetadata,
+    {
         self.gates.clear();
-        self.gate_sites.clear();
         if self.repair {
             if let Ok(gates) = state.current_testcase()?.metadata::<Gates>() {
                 self.gates.extend_from_slice(&gates.0);
             }
-            self.gate_sites.extend(self.gates.iter().map(|g| g.site));
         }
+        self.considerer.watch_gates(state, &self.gates);
         Ok(())
     }
 }
@@ -92,8 +92,10 @@ where
         }
         load_current_into(state, &mut self.base)?;
         self.original.clear();
-        self.load_gates(state)?;
-        self.try_mutants(fuzzer, executor, state, manager)
+        self.watch_gates(state)?;
+        let tried = self.try_mutants(fuzzer, executor, state, manager);
+        self.considerer.watch_gates(state, &[]);
+        tried
     }
 }
 
@@ -125,8 +127,7 @@ impl<M> HavocStage<M> {
         load_current_into(state, &mut self.original)?;
         self.base.clear();
         self.base.extend_from_slice(colored);
-        self.gates.clear();
-        self.gate_sites.clear();
+        self.considerer.watch_gates(state, &[]);
         self.try_mutants(fuzzer, executor, state, manager)
     }
 
@@ -162,53 +163,15 @@ impl<M> HavocStage<M> {
                 carry_onto_original(&self.base, &self.original, bytes);
             }
             bytes.truncate(self.max_len);
-            let improved = if self.gates.is_empty() {
-                self.considerer
-                    .consider(&mut run, self.mutant.as_ref(), false)?
-            } else {
-                self.consider_repairing(&mut run)?
-            };
+            let improved = self
+                .considerer
+                .consider(&mut run, self.mutant.as_ref(), false)?;
             self.mutator.post_exec(run.state, None)?;
             if improved || run.state.stop_requested() {
                 break;
             }
         }
         Ok(())
-    }
-}
-
-impl<M> HavocStage<M> {
-    /// Considers `self.mutant` with its entry's gate comparisons watched
-    /// ([`labelfuzz_runtime::gate_watch`]); where the program computed another value than the
-    /// field holds, writes that value in and considers the repaired mutant too. A mutant that
-    /// fails before a gate costs one execution, as without repair.
-    fn consider_repairing<E, EM, S, Z>(
-        &mut self,
-        run: &mut Run<'_, E, EM, S, Z>,
-    ) -> Result<bool, Error>
-    where
-        E: ObservedExecutor,
-        S: FuzzState,
-        Z: RunFuzzer<E, EM, S>,
-    {
-        let considerer = &mut self.considerer;
-        let mutant = &self.mutant;
-        let (improved, sides) = labelfuzz_runtime::gate_watch::watching(&self.gate_sites, || {
-            considerer.consider(run, mutant.as_ref(), false)
-        });
-        let improved = improved?;
-        let bytes: &mut Vec<u8> = self.mutant.as_mut();
-        let mut repaired = false;
-        for (gate, sides) in self.gates.iter().zip(sides) {
-            if let (Some(sides), Some(offset)) = (sides, gate.locate(bytes)) {
-                repaired |= gate.repair(bytes, offset, sides);
-            }
-        }
-        if !repaired || run.state.stop_requested() {
-            return Ok(improved);
-        }
-        let repaired_improved = self.considerer.consider(run, self.mutant.as_ref(), false)?;
-        Ok(improved || repaired_improved)
     }
 }
 

@@ -10,7 +10,9 @@
 //! eight bytes written exactly once in the input, little- or big-endian. A mutant of a gated
 //! entry runs with the gates' comparisons watched (`labelfuzz_runtime::gate_watch`); if it
 //! failed one, what the program computed there is written over the field and the repaired
-//! mutant runs too.
+//! mutant runs too. Its shrink candidates get the same repair ([`crate::consider`]), so an
+//! entry behind a checksum shrinks as far as one without, and a crash found behind one keeps
+//! the gates with its record ([`WatchedGates`]) for the shrink that resumes it after a restart.
 
 use libafl::observers::CmpValues;
 use serde::{Deserialize, Serialize};
@@ -124,63 +126,69 @@ fn encodings(value: u64) -> Vec<(Vec<u8>, bool)> {
 }
 
 impl Gate {
-    /// Where the field is in `mutant`: at the entry's offset if it is still there, else its
-    /// only occurrence (a mutation that inserted or deleted bytes before it moved it); `None`
-    /// when the mutation overwrote it.
+    /// Where `input` holds the value its run compared at this gate, and what the program
+    /// computed there instead, when the comparison failed (`sides`: its operands). The field is
+    /// found by the value compared rather than the entry's: a mutation may have moved it, and a
+    /// shrink candidate's field holds what an earlier repair wrote. `None` when it passed, or
+    /// when not exactly one side is written in the input as this gate's field is.
     #[must_use]
-    pub fn locate(&self, mutant: &[u8]) -> Option<usize> {
-        if mutant.get(self.offset..self.offset + self.bytes.len()) == Some(&self.bytes[..]) {
-            return Some(self.offset);
-        }
-        only_occurrence(mutant, &self.bytes)
-    }
-
-    /// The field's value as the entry holds it.
-    #[must_use]
-    pub fn stored(&self) -> u64 {
-        let mut value = 0u64;
-        if self.big_endian {
-            for &b in &self.bytes {
-                value = value << 8 | u64::from(b);
-            }
-        } else {
-            for &b in self.bytes.iter().rev() {
-                value = value << 8 | u64::from(b);
-            }
-        }
-        value
-    }
-
-    /// Writes over the field at `offset` of `mutant` the value the program computed, read
-    /// from the gate's comparison in the mutant's traced run (`sides`): the side that is not
-    /// the stored value. False when there is nothing to write (the comparison passed, or
-    /// neither side is the stored value: the site compared something else this time).
-    pub fn repair(&self, mutant: &mut [u8], offset: usize, sides: (u64, u64)) -> bool {
-        let stored = self.stored();
+    pub fn failed_field(&self, input: &[u8], sides: (u64, u64)) -> Option<(usize, u64)> {
         let (a, b) = sides;
-        let computed = match (a == stored, b == stored) {
-            (true, false) => b,
-            (false, true) => a,
-            _ => return false,
-        };
-        let width = self.bytes.len();
-        let Some(field) = mutant.get_mut(offset..offset + width) else {
+        if a == b {
+            return None;
+        }
+        match (self.field_holding(input, a), self.field_holding(input, b)) {
+            (Some(offset), None) => Some((offset, b)),
+            (None, Some(offset)) => Some((offset, a)),
+            _ => None,
+        }
+    }
+
+    /// Writes `value` into the field at `offset` of `input`, in the gate's width and byte
+    /// order. False when it does not fit there.
+    pub fn write(&self, input: &mut [u8], offset: usize, value: u64) -> bool {
+        let Some(bytes) = self.encoded(value) else {
             return false;
         };
-        if width == 4 && u32::try_from(computed).is_err() {
+        let Some(field) = input.get_mut(offset..offset + bytes.len()) else {
             return false;
-        }
-        let le = computed.to_le_bytes();
-        for (i, byte) in field.iter_mut().enumerate() {
-            *byte = if self.big_endian {
-                le[width - 1 - i]
-            } else {
-                le[i]
-            };
-        }
+        };
+        field.copy_from_slice(&bytes);
         true
     }
+
+    /// Where `input` holds `value` as this gate's field: at the entry's offset, else its only
+    /// occurrence.
+    fn field_holding(&self, input: &[u8], value: u64) -> Option<usize> {
+        let bytes = self.encoded(value)?;
+        if input.get(self.offset..self.offset + bytes.len()) == Some(&bytes[..]) {
+            return Some(self.offset);
+        }
+        only_occurrence(input, &bytes)
+    }
+
+    /// `value` in the gate's width and byte order (`None`: wider than the field).
+    fn encoded(&self, value: u64) -> Option<Vec<u8>> {
+        let width = self.bytes.len();
+        if width < 8 && value >> (8 * width) != 0 {
+            return None;
+        }
+        let bytes = if self.big_endian {
+            value.to_be_bytes()[8 - width..].to_vec()
+        } else {
+            value.to_le_bytes()[..width].to_vec()
+        };
+        Some(bytes)
+    }
 }
+
+/// The gates the engine watches while it runs inputs (state metadata, set by
+/// [`crate::consider::Considerer::watch_gates`]): a crash found meanwhile keeps them with its
+/// record, so that the shrink resuming it after the restart a signal causes repairs too.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WatchedGates(pub Vec<Gate>);
+
+libafl_bolts::impl_serdeany!(WatchedGates);
 
 #[cfg(test)]
 mod tests {
@@ -226,43 +234,57 @@ mod tests {
         assert!(passed_gates(&[(1, equal)], b"not in here").is_empty());
     }
 
+    fn gate_of(input: &[u8], value: u32) -> Gate {
+        passed_gates(&[(9, CmpValues::U32((value, value, false)))], input).remove(0)
+    }
+
     #[test]
     fn a_mutant_gets_the_value_the_program_computed_where_its_field_moved_to() {
-        let gate = passed_gates(
-            &[(9, CmpValues::U32((0x1a2b_3c4d, 0x1a2b_3c4d, false)))],
-            &stream(),
-        )
-        .remove(0);
+        let gate = gate_of(&stream(), 0x1a2b_3c4d);
         // Two bytes inserted before the field, and the content changed.
         let mut mutant = b"\x78\x01XXplain bytes!".to_vec();
         mutant.truncate(15);
         mutant.extend_from_slice(&0x1a2b_3c4d_u32.to_be_bytes());
-        let offset = gate.locate(&mutant).unwrap();
-        assert_eq!(offset, 15);
-        // The traced run compared the stored value with the new checksum.
-        assert!(gate.repair(&mut mutant, offset, (0x1a2b_3c4d, 0x0102_0304)));
+        // The run compared the stored value with the new checksum, either way round.
+        for sides in [(0x1a2b_3c4d, 0x0102_0304), (0x0102_0304, 0x1a2b_3c4d)] {
+            assert_eq!(gate.failed_field(&mutant, sides), Some((15, 0x0102_0304)));
+        }
+        assert!(gate.write(&mut mutant, 15, 0x0102_0304));
         assert_eq!(&mutant[15..], &[1, 2, 3, 4]);
         // Passed, or another comparison at the site: nothing to write.
-        assert!(!gate.repair(&mut mutant, offset, (7, 7)));
-        assert!(!gate.repair(&mut mutant, offset, (5, 6)));
+        assert_eq!(gate.failed_field(&mutant, (7, 7)), None);
+        assert_eq!(gate.failed_field(&mutant, (5, 6)), None);
+        // A later candidate holds the repaired value: found by what its run compared.
+        let mut shorter = mutant[..4].to_vec();
+        shorter.extend_from_slice(&mutant[15..]);
+        assert_eq!(
+            gate.failed_field(&shorter, (0x0102_0304, 0x0a0b_0c0d)),
+            Some((4, 0x0a0b_0c0d))
+        );
     }
 
     #[test]
     fn a_little_endian_field_is_written_back_little_endian() {
         let mut input = b"head".to_vec();
         input.extend_from_slice(&0x00aa_bbcc_u32.to_le_bytes());
-        let gate = passed_gates(
-            &[(2, CmpValues::U32((0x00aa_bbcc, 0x00aa_bbcc, false)))],
-            &input,
-        )
-        .remove(0);
+        let gate = gate_of(&input, 0x00aa_bbcc);
         assert!(!gate.big_endian);
-        assert_eq!(gate.stored(), 0x00aa_bbcc);
         let mut mutant = input.clone();
         mutant[0] = b'H';
-        assert!(gate.repair(&mut mutant, 4, (0x0011_2233, 0x00aa_bbcc)));
+        let (offset, computed) = gate
+            .failed_field(&mutant, (0x0011_2233, 0x00aa_bbcc))
+            .unwrap();
+        assert!(gate.write(&mut mutant, offset, computed));
         assert_eq!(&mutant[4..], &0x0011_2233_u32.to_le_bytes());
         mutant[4..].copy_from_slice(b"gone");
-        assert_eq!(gate.locate(&mutant), None, "overwritten: nothing to repair");
+        assert_eq!(
+            gate.failed_field(&mutant, (0x0011_2233, 0x00aa_bbcc)),
+            None,
+            "overwritten: nothing to repair"
+        );
+        assert!(
+            !gate.write(&mut mutant, 4, 1 << 40),
+            "too wide for the field"
+        );
     }
 }
