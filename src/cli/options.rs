@@ -81,7 +81,8 @@ pub struct Options {
     /// of them written once in the input); each havoc or input-to-state mutant of that entry
     /// runs with those comparisons watched, and one that failed a check runs again with the
     /// value the program computed written in, so that what lies past the check sees the
-    /// mutant's content.
+    /// mutant's content; so do the shrink candidates of what such a mutant found, so that it
+    /// shrinks as far as an input without a checksum.
     #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmplog_repair: u8,
 
