@@ -225,8 +225,7 @@ impl CrashTable {
         Ok(new)
     }
 
-    /// Keeps `gates` with the record of `label` (none: the ones it has stay, as a reproducer
-    /// found without them may still hold their fields).
+    /// Keeps `gates` with the record of `label` (none: the gates it has stay).
     pub fn keep_gates(&mut self, label: Label, gates: &[Gate]) {
         if let Some(record) = self.records.get_mut(&label) {
             if !gates.is_empty() {
