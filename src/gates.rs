@@ -147,38 +147,41 @@ impl Gate {
     /// Writes `value` into the field at `offset` of `input`, in the gate's width and byte
     /// order. False when it does not fit there.
     pub fn write(&self, input: &mut [u8], offset: usize, value: u64) -> bool {
-        let Some(bytes) = self.encoded(value) else {
+        let Some((bytes, width)) = self.encoded(value) else {
             return false;
         };
-        let Some(field) = input.get_mut(offset..offset + bytes.len()) else {
+        let Some(field) = input.get_mut(offset..offset + width) else {
             return false;
         };
-        field.copy_from_slice(&bytes);
+        field.copy_from_slice(&bytes[..width]);
         true
     }
 
     /// Where `input` holds `value` as this gate's field: at the entry's offset, else its only
     /// occurrence.
     fn field_holding(&self, input: &[u8], value: u64) -> Option<usize> {
-        let bytes = self.encoded(value)?;
-        if input.get(self.offset..self.offset + bytes.len()) == Some(&bytes[..]) {
+        let (bytes, width) = self.encoded(value)?;
+        let bytes = &bytes[..width];
+        if input.get(self.offset..self.offset + width) == Some(bytes) {
             return Some(self.offset);
         }
-        only_occurrence(input, &bytes)
+        only_occurrence(input, bytes)
     }
 
-    /// `value` in the gate's width and byte order (`None`: wider than the field).
-    fn encoded(&self, value: u64) -> Option<Vec<u8>> {
-        let width = self.bytes.len();
+    /// `value` in the gate's width and byte order, in the first `width` bytes (`None`: wider
+    /// than the field). An array: it is read for every watched run that reached the gate.
+    fn encoded(&self, value: u64) -> Option<([u8; 8], usize)> {
+        let width = self.bytes.len().min(8);
         if width < 8 && value >> (8 * width) != 0 {
             return None;
         }
-        let bytes = if self.big_endian {
-            value.to_be_bytes()[8 - width..].to_vec()
+        let mut bytes = [0u8; 8];
+        if self.big_endian {
+            bytes[..width].copy_from_slice(&value.to_be_bytes()[8 - width..]);
         } else {
-            value.to_le_bytes()[..width].to_vec()
-        };
-        Some(bytes)
+            bytes[..width].copy_from_slice(&value.to_le_bytes()[..width]);
+        }
+        Some((bytes, width))
     }
 }
 
