@@ -199,7 +199,8 @@ fn fuzz_until_done<EM: ClientManager>(
     .with_colorization(config.cmplog_colorize.then(|| edges_handle.clone()));
     let mut expand = ExpandStage::new(considerer, config.max_len)
         .with_dictionary(&config.dictionary)
-        .with_regular_runs(config.regular_runs);
+        .with_regular_runs(config.regular_runs)
+        .with_repair(repair);
     if config.mode == Mode::Fuzz {
         reach_a_first_label(&mut expand, &config.limits, &mut run)?;
     }

@@ -803,6 +803,29 @@ fn a_crash_behind_a_checksum_shrinks_to_its_minimum_by_repairing_each_candidate(
 }
 
 #[test]
+fn a_crash_found_by_expanding_a_record_behind_a_checksum_shrinks_to_its_minimum() {
+    let dir = scratch("c-checksum-length");
+    let fuzzer = build_planted(&dir, "checksum_length.c", &[]);
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    let mut short = b"ab".to_vec();
+    short.extend_from_slice(&adler32_be(b"ab"));
+    std::fs::write(seeds.join("short"), &short).unwrap();
+    let seed_dir = seeds.to_str().unwrap();
+    // Havoc off: the expansions lengthen the record. The crash is found by an expansion (or
+    // an input-to-state mutant of a long entry that failed the check), and its shrink removes
+    // bytes the checksum covers: it ends minimal only if the gates watched while expanding
+    // are kept with it (without, it stayed at 133 bytes).
+    let flags = ["--stop-on-crash", "--havoc", "0", seed_dir];
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "200000", "1", &flags);
+    let crashes = crashes_by_input(&out);
+    let mut minimal = vec![0u8; 12];
+    minimal.extend_from_slice(&adler32_be(&[0u8; 12]));
+    assert!(crashes.contains_key(&minimal), "{crashes:?}");
+}
+
+#[test]
 fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
     let dir = scratch("c-scattered-bytes");
     let fuzzer = build_planted(&dir, "scattered_bytes.c", &[]);

@@ -8,6 +8,7 @@ use libafl::{Error, HasMetadata};
 
 use super::{load_current_into, ByteExpansionsTried};
 use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
+use crate::gates::{Gate, Gates};
 use crate::mutators::Expansions;
 
 /// Tries the expansions of the scheduled input until one improves a label.
@@ -23,6 +24,9 @@ pub struct ExpandStage {
     regular_runs: bool,
     /// The last expansion pass ran out of [`PICK_TIME`] before trying them all.
     cut_short: bool,
+    /// Watches the scheduled entry's gates while trying its expansions.
+    repair: bool,
+    gates: Vec<Gate>,
 }
 
 /// The longest one scheduled input's expansions may take. A fast target tries all of them in a
@@ -42,6 +46,8 @@ impl ExpandStage {
             candidate: Vec::new(),
             regular_runs: false,
             cut_short: false,
+            repair: false,
+            gates: Vec::new(),
         }
     }
 }
@@ -51,6 +57,15 @@ impl ExpandStage {
     #[must_use]
     pub fn with_regular_runs(mut self, on: bool) -> Self {
         self.regular_runs = on;
+        self
+    }
+
+    /// Repairs the expansions of an entry that passes gates, and their shrink candidates, as
+    /// havoc repairs its mutants ([`crate::gates`]): shrinking an improvement found by
+    /// expansion removes bytes a checksum covers.
+    #[must_use]
+    pub fn with_repair(mut self, repair: bool) -> Self {
+        self.repair = repair;
         self
     }
 
@@ -150,13 +165,26 @@ where
     ) -> Result<(), Error> {
         let bytes_tried = load_current_into(state, &mut self.base)?;
         self.cut_short = false;
+        self.gates.clear();
+        if self.repair {
+            if let Ok(gates) = state.current_testcase()?.metadata::<Gates>() {
+                self.gates.extend_from_slice(&gates.0);
+            }
+        }
+        if !self.gates.is_empty() {
+            self.considerer.watch_gates(state, &self.gates);
+        }
         let mut run = Run {
             fuzzer,
             executor,
             state,
             manager,
         };
-        let improved = self.expand_base(&mut run, bytes_tried, true)?;
+        let expanded = self.expand_base(&mut run, bytes_tried, true);
+        if !self.gates.is_empty() {
+            self.considerer.watch_gates(state, &[]);
+        }
+        let improved = expanded?;
         if !improved && !bytes_tried && !self.cut_short && !state.stop_requested() {
             if let Ok(mut testcase) = state.current_testcase_mut() {
                 testcase.add_metadata(ByteExpansionsTried);
