@@ -28,7 +28,9 @@ case "${NATIVE_BASELINE:-}" in
     CONFIGURE_CC="$CC"
     INSTRUMENT=""
     FUZZER_LINK=""
-    BUILD="$ROOT/target/native/$NATIVE_TARGET"
+    # A build with the compiler's condition folding kept (the benchmark's ablation of
+    # labelfuzz-cc's split conditions) lives apart from the standard one.
+    BUILD="$ROOT/target/native${LABELFUZZ_FOLDED_CONDITIONS:+-folded}/$NATIVE_TARGET"
     ;;
   libfuzzer|coverage)
     [ -x "$CLANG" ] || { log "clang-19 is missing: run scripts/bootstrap.sh"; exit 2; }
@@ -79,9 +81,10 @@ registry_source() {
   echo "$path"
 }
 
-# Identifies the compiler build (the wrapper's own binary changes when its flags do).
+# Identifies the compiler build (the wrapper's own binary changes when its flags do, and
+# LABELFUZZ_FOLDED_CONDITIONS changes what it passes to clang).
 compiler_version() {
-  echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz}"
+  echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz} ${LABELFUZZ_FOLDED_CONDITIONS:-}"
 }
 
 # Links a fuzzer: link_fuzzer OUTPUT ARGS... ($CC's arguments, inputs included). Skipped when

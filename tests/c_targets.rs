@@ -826,6 +826,28 @@ fn a_crash_found_by_expanding_a_record_behind_a_checksum_shrinks_to_its_minimum(
 }
 
 #[test]
+fn conditions_the_compiler_folds_into_one_branch_are_found_one_at_a_time() {
+    let dir = scratch("c-folded-conditions");
+    let fuzzer = build_planted(&dir, "folded_conditions.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "300000", "1", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    // The shortlex-smallest bytes whose pairs sum to 0x5a, 0xa5, 0x3c, 0xc3.
+    let minimal = [0, 0x5a, 0, 0xa5, 0, 0x3c, 0, 0xc3].to_vec();
+    assert!(crashes.contains_key(&minimal), "{crashes:?}");
+    // The check can fail: with the compiler's folding kept, the same budget finds nothing.
+    checked(
+        Command::new(common::compiler_wrapper_dir().join("labelfuzz-cc"))
+            .current_dir(&dir)
+            .env("LABELFUZZ_FOLDED_CONDITIONS", "1")
+            .args(["-O1", "-o", "folded"])
+            .arg(root().join("fuzzers/c_planted/folded_conditions.c")),
+        "labelfuzz-cc with LABELFUZZ_FOLDED_CONDITIONS=1",
+    );
+    fuzz_finding_nothing(&dir.join("folded"), &dir.join("plain"), "300000", "1", &[]);
+}
+
+#[test]
 fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
     let dir = scratch("c-scattered-bytes");
     let fuzzer = build_planted(&dir, "scattered_bytes.c", &[]);

@@ -28,8 +28,12 @@ use std::process::Command;
 
 use libafl_cc::{ClangWrapper, CompilerWrapper, ToolWrapper};
 
+mod build;
+pub mod conditions;
 pub mod dictionary;
 mod llvm;
+
+use build::Build;
 
 pub use llvm::{defines_fuzz_entry, Llvm};
 
@@ -44,93 +48,6 @@ pub const HARNESS_LIB: &str = "liblabelfuzz_harness.a";
 
 /// The weak no-op coverage callbacks for executables that are not fuzzers (built by `build.rs`).
 const SANCOV_STUBS: &str = concat!(env!("OUT_DIR"), "/liblabelfuzz_sancov_stubs.a");
-
-/// What every compilation gets: edge coverage and comparison operands (for the engine's CmpLog
-/// stage), debug info for crash sites, and the macro fuzzing builds define (OSS-Fuzz's flags
-/// and AFL++'s compilers do; LibAFL's wrapper adds the last two itself).
-const INSTRUMENT_FLAGS: [&str; 3] = [
-    "-fsanitize-coverage=trace-pc-guard,trace-cmp",
-    "-g",
-    "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
-];
-
-/// What every compilation gets instead in a coverage build (`LABELFUZZ_COVERAGE=1`): clang's
-/// source-based coverage, which `FUZZER coverage OUT` replays a run's inputs through.
-const COVERAGE_FLAGS: [&str; 2] = ["-fprofile-instr-generate", "-fcoverage-mapping"];
-
-/// What a mining build (`LABELFUZZ_MINE=1`) compiles with instead: a callback on every
-/// function's entry and on every load (the runtime's `FUZZER mine` sees which function read each
-/// input byte, nested), with functions kept whole (no inlining, no tail calls) and frame pointers
-/// (the runtime tells invocations apart by their frame address, as nothing marks a return).
-const MINE_FLAGS: [&str; 8] = [
-    "-fsanitize-coverage=func,trace-pc,trace-loads",
-    "-g",
-    "-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1",
-    "-O1",
-    "-fno-inline",
-    "-fno-optimize-sibling-calls",
-    "-fno-omit-frame-pointer",
-    "-mno-omit-leaf-frame-pointer",
-];
-
-/// Which instrumentation a build asks for, from the environment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Build {
-    /// Edges and comparisons, for fuzzing (the default).
-    Fuzz,
-    /// Source-based coverage (`LABELFUZZ_COVERAGE=1`).
-    Coverage,
-    /// Function entries and loads, for mining a grammar (`LABELFUZZ_MINE=1`).
-    Mine,
-}
-
-impl Build {
-    fn from_env() -> Build {
-        let set = |name: &str| env::var(name).is_ok_and(|v| !v.is_empty() && v != "0");
-        if set("LABELFUZZ_MINE") {
-            Build::Mine
-        } else if set("LABELFUZZ_COVERAGE") {
-            Build::Coverage
-        } else {
-            Build::Fuzz
-        }
-    }
-
-    /// The flags every compilation gets (`with_extras`: also debug info and the fuzzing macro,
-    /// which LibAFL's wrapper adds itself on the paths that go through it).
-    fn flags(self, with_extras: bool) -> Vec<&'static str> {
-        let mut flags: Vec<&str> = match self {
-            Build::Fuzz => INSTRUMENT_FLAGS.to_vec(),
-            Build::Coverage => {
-                let mut flags = COVERAGE_FLAGS.to_vec();
-                flags.extend(&INSTRUMENT_FLAGS[1..]);
-                flags
-            }
-            Build::Mine => MINE_FLAGS.to_vec(),
-        };
-        if !with_extras {
-            flags.retain(|flag| *flag != "-g" && !flag.starts_with("-DFUZZING_BUILD_MODE"));
-        }
-        if self != Build::Coverage {
-            flags.extend(KEEP_COMPARE_CALLS);
-        }
-        flags
-    }
-}
-
-/// Comparison routines clang must leave as calls (as `-fsanitize=fuzzer` does): a `memcmp`
-/// against a constant would otherwise be inlined, and the labelfuzz interceptors, which hand
-/// both operands to the CmpLog stage, would never see it.
-const KEEP_COMPARE_CALLS: [&str; 8] = [
-    "-fno-builtin-memcmp",
-    "-fno-builtin-bcmp",
-    "-fno-builtin-strcmp",
-    "-fno-builtin-strncmp",
-    "-fno-builtin-strcasecmp",
-    "-fno-builtin-strncasecmp",
-    "-fno-builtin-strstr",
-    "-fno-builtin-memmem",
-];
 
 /// Libraries a Rust static library needs from the system (`rustc --print native-static-libs`).
 const RUST_NATIVE_LIBS: [&str; 6] = ["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
@@ -369,6 +286,7 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         let mut command = Command::new(llvm.tool(if cpp { "clang++" } else { "clang" }));
         command.args(&invocation.args);
         command.args(Build::from_env().flags(true));
+        command.args(Build::from_env().condition_flags(&invocation));
         let status = command
             .status()
             .map_err(|e| WrapperError::Clang(format!("could not run clang: {e}")))?;
@@ -393,7 +311,12 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         .parse_args(&wrapped_args)
         .map_err(|e| WrapperError::Clang(format!("{e:?}")))?;
     if invocation.output != Output::Query {
-        for flag in Build::from_env().flags(false) {
+        let build = Build::from_env();
+        for flag in build
+            .flags(false)
+            .into_iter()
+            .chain(build.condition_flags(&invocation))
+        {
             clang.add_arg(flag);
         }
     }

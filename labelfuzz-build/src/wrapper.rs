@@ -105,29 +105,52 @@ const CHECKS: &[&str] = &[
     "fuzzing",
 ];
 
+/// The fuzzing build's instrumentation: edges, comparisons.
+const SANCOV: &[&str] = &[
+    "-C",
+    "passes=sancov-module",
+    "-C",
+    "llvm-args=-sanitizer-coverage-level=3",
+    "-C",
+    "llvm-args=-sanitizer-coverage-trace-pc-guard",
+    "-C",
+    "llvm-args=-sanitizer-coverage-trace-compares",
+    // A short comparison with a constant (`s.starts_with(b"_ZN")`, `word == b"true"`)
+    // is a call to bcmp when SanitizerCoverage instruments it, which LLVM's code
+    // generator then expands into loads compared as integers: the only comparison left
+    // traced is bcmp's result against 0, and CmpLog never sees the bytes. Kept as a
+    // call, the interceptors every fuzzer carries hand the operands over (what
+    // `-fno-builtin-memcmp` does for C).
+    "-C",
+    "llvm-args=-max-loads-per-memcmp=0",
+];
+
+/// Each condition kept a branch of its own, so that each is an edge, as `labelfuzz-cc` keeps
+/// them in C (its `conditions` module says why): CFG simplification would otherwise fold
+/// `a || b` and cheap `if`s into one branch or a select before SanitizerCoverage runs.
+/// `LABELFUZZ_FOLDED_CONDITIONS=1` keeps the folding.
+const SPLIT_CONDITIONS: &[&str] = &[
+    "-C",
+    "llvm-args=-simplifycfg-branch-fold-threshold=0",
+    "-C",
+    "llvm-args=-bonus-inst-threshold=0",
+    "-C",
+    "llvm-args=-phi-node-folding-threshold=0",
+    "-C",
+    "llvm-args=-two-entry-phi-node-folding-threshold=0",
+];
+
+fn keeps_folded_conditions() -> bool {
+    std::env::var("LABELFUZZ_FOLDED_CONDITIONS").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// The flags `plan` stands for.
 #[must_use]
 pub fn flags(plan: Plan) -> Vec<&'static str> {
     let instrumentation: &[&str] = match plan {
         Plan::Plain => return Vec::new(),
-        Plan::Sancov => &[
-            "-C",
-            "passes=sancov-module",
-            "-C",
-            "llvm-args=-sanitizer-coverage-level=3",
-            "-C",
-            "llvm-args=-sanitizer-coverage-trace-pc-guard",
-            "-C",
-            "llvm-args=-sanitizer-coverage-trace-compares",
-            // A short comparison with a constant (`s.starts_with(b"_ZN")`, `word == b"true"`)
-            // is a call to bcmp when SanitizerCoverage instruments it, which LLVM's code
-            // generator then expands into loads compared as integers: the only comparison left
-            // traced is bcmp's result against 0, and CmpLog never sees the bytes. Kept as a
-            // call, the interceptors every fuzzer carries hand the operands over (what
-            // `-fno-builtin-memcmp` does for C).
-            "-C",
-            "llvm-args=-max-loads-per-memcmp=0",
-        ],
+        Plan::Sancov if keeps_folded_conditions() => SANCOV,
+        Plan::Sancov => return [SANCOV, SPLIT_CONDITIONS, CHECKS].concat(),
         Plan::Coverage => &["-C", "instrument-coverage"],
         // What the C mining build gets (labelfuzz-cc's LABELFUZZ_MINE=1), function entries and
         // loads, plus one-byte comparisons (a byte peeked in one function and matched in its

@@ -1,6 +1,6 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
 //! havoc,
-//! regular-runs,rare-schedule,charge-exec-time,auto-dict`): labelfuzz with one lever flipped from its
+//! regular-runs,rare-schedule,charge-exec-time,auto-dict,split-conditions`): labelfuzz with one lever flipped from its
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
@@ -39,11 +39,14 @@ pub enum Lever {
     ChargeExecTime,
     /// The tokens of the program's string literals that `labelfuzz-cc` embeds (`--auto-dict 0`).
     AutoDict,
+    /// Each condition a branch of its own in the fuzzing build (a build of its own with
+    /// `LABELFUZZ_FOLDED_CONDITIONS=1`, no flag).
+    SplitConditions,
 }
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 10] = [
+    pub const ALL: [Lever; 11] = [
         Lever::CmpProgress,
         Lever::Cmplog,
         Lever::CmplogTransforms,
@@ -54,6 +57,7 @@ impl Lever {
         Lever::RareSchedule,
         Lever::ChargeExecTime,
         Lever::AutoDict,
+        Lever::SplitConditions,
     ];
 
     /// The name `BENCH_ABLATION` takes.
@@ -69,6 +73,7 @@ impl Lever {
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
             Lever::AutoDict => "auto-dict",
+            Lever::SplitConditions => "split-conditions",
         }
     }
 
@@ -93,7 +98,14 @@ impl Lever {
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
             Lever::AutoDict => &["--auto-dict", "0"],
+            Lever::SplitConditions => &[],
         }
+    }
+
+    /// The environment variable that flips it when the fuzzer is built, for a lever that is
+    /// part of the build rather than a flag.
+    pub fn build_variable(self) -> Option<&'static str> {
+        (self == Lever::SplitConditions).then_some("LABELFUZZ_FOLDED_CONDITIONS")
     }
 
     /// The flipped fuzzer's name in tables.
@@ -109,6 +121,7 @@ impl Lever {
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
             Lever::AutoDict => "labelfuzz without auto-dict",
+            Lever::SplitConditions => "labelfuzz without split-conditions",
         }
     }
 
@@ -125,6 +138,7 @@ impl Lever {
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
             Lever::AutoDict => "labelfuzz-no-auto-dict",
+            Lever::SplitConditions => "labelfuzz-no-split-conditions",
         }
     }
 
@@ -240,7 +254,7 @@ mod tests {
         for lever in Lever::ALL {
             assert!(lever.dir_name().ends_with(lever.name()));
             assert!(lever.fuzzer_name().ends_with(lever.name()));
-            assert!(!lever.flip_flags().is_empty());
+            assert!(lever.flip_flags().is_empty() != lever.build_variable().is_none());
         }
     }
 }

@@ -183,10 +183,12 @@ fn command(
     let has_seeds = !builds.seeds.is_empty();
     match fuzzer {
         Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
-            let mut cmd = pinned(&builds.labelfuzz, cpu);
-            if let Fuzzer::LabelfuzzFlipped(lever) = fuzzer {
-                cmd.args(lever.flip_flags());
-            }
+            let lever = match fuzzer {
+                Fuzzer::LabelfuzzFlipped(lever) => Some(lever),
+                _ => None,
+            };
+            let mut cmd = pinned(builds.labelfuzz_for(lever), cpu);
+            cmd.args(lever.map_or(&[][..], |l| l.flip_flags()));
             cmd.args(["-q", "--seed", &seed.to_string()])
                 .args(["--max-time", &secs.to_string()])
                 .args(["--timeout", &TIMEOUT_MS.to_string()])

@@ -31,7 +31,7 @@
 //!   `BENCH_PUBLISH` their text goes between `<!-- bench:<BENCH_ONLY>:begin -->` and its end,
 //!   with the command, processor and commit that produced it;
 //! - `BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
-//!   havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict` runs labelfuzz with each named lever flipped from its default beside
+//!   havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,split-conditions` runs labelfuzz with each named lever flipped from its default beside
 //!   labelfuzz as it ships, instead of the three fuzzers, and writes the ablation table
 //!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation:begin -->` and its end).
 
@@ -187,7 +187,7 @@ fn main() {
     let fingerprints = fingerprint_all();
     let builds: Vec<Option<Builds>> = targets
         .iter()
-        .map(|t| (!settings.run_none).then(|| t.build()))
+        .map(|t| (!settings.run_none).then(|| t.build(&settings.ablation)))
         .collect();
     assert!(
         fingerprints == fingerprint_all(),

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::ablation::Lever;
 use crate::util::{check, host_triple, root, BuildLock};
 
 /// How a target is built.
@@ -91,12 +92,25 @@ pub struct Builds {
     pub seeds: Vec<PathBuf>,
     /// AFL++'s directory (afl-fuzz).
     pub aflpp: PathBuf,
+    /// labelfuzz built with a build-time lever flipped ([`Lever::build_variable`]), for the
+    /// ablation runs that ask for it.
+    pub labelfuzz_flipped: Vec<(Lever, PathBuf)>,
+}
+
+impl Builds {
+    /// The labelfuzz binary `lever` runs (the standard one for a lever that is a flag).
+    pub fn labelfuzz_for(&self, lever: Option<Lever>) -> &Path {
+        self.labelfuzz_flipped
+            .iter()
+            .find(|(l, _)| Some(*l) == lever)
+            .map_or(&self.labelfuzz, |(_, path)| path)
+    }
 }
 
 impl Target {
     /// Builds all five binaries (each build script skips what is up to date), one bench at a
-    /// time.
-    pub fn build(&self) -> Builds {
+    /// time, and labelfuzz once more for each of `levers` that is part of the build.
+    pub fn build(&self, levers: &[Lever]) -> Builds {
         let _one_at_a_time = BuildLock::acquire();
         eprintln!("bench: building {} five ways", self.name);
         let builds = match self.kind {
@@ -108,6 +122,7 @@ impl Target {
                 coverage: build_native(self.name, Some("coverage")),
                 seeds: Vec::new(),
                 aflpp: install_aflpp(),
+                labelfuzz_flipped: Vec::new(),
             },
             Kind::Rust => Builds {
                 labelfuzz: build_labelfuzz(self.name, None),
@@ -117,8 +132,27 @@ impl Target {
                 coverage: build_rust_twin(RustBuild::Coverage).join(self.name),
                 seeds: Vec::new(),
                 aflpp: install_aflpp(),
+                labelfuzz_flipped: Vec::new(),
             },
         };
+        let labelfuzz_flipped = levers
+            .iter()
+            .filter_map(|&lever| {
+                let variable = lever.build_variable()?;
+                let path = match self.kind {
+                    Kind::Native => build_native_with(self.name, None, Some(variable)),
+                    Kind::Rust => build_with(
+                        self.name,
+                        labelfuzz_build::BuildOptions {
+                            target_root: Some(root().join(format!("target/fuzz-{variable}"))),
+                            ..labelfuzz_build::BuildOptions::default()
+                        },
+                        Some(variable),
+                    ),
+                };
+                Some((lever, path))
+            })
+            .collect();
         let seeds = if self.needs_seeds {
             let dir = builds.labelfuzz.with_file_name("seeds");
             let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -131,7 +165,11 @@ impl Target {
         } else {
             Vec::new()
         };
-        Builds { seeds, ..builds }
+        Builds {
+            seeds,
+            labelfuzz_flipped,
+            ..builds
+        }
     }
 
     /// Whether a source file belongs to the harness rather than the library.
@@ -149,6 +187,7 @@ pub fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
             instrument: instrument.map(str::to_string),
             ..labelfuzz_build::BuildOptions::default()
         },
+        None,
     )
 }
 
@@ -161,17 +200,36 @@ pub fn build_labelfuzz_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
             mode,
             ..labelfuzz_build::BuildOptions::default()
         },
+        None,
     )
 }
 
-fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
+/// Builds `fuzzers/<name>` with `options` (into `target/fuzz` unless they name another root),
+/// with `variable` set to 1 in the build's environment if given.
+fn build_with(
+    name: &str,
+    options: labelfuzz_build::BuildOptions,
+    variable: Option<&str>,
+) -> PathBuf {
     let _one_at_a_time = BuildLock::acquire();
     let options = labelfuzz_build::BuildOptions {
-        target_root: Some(root().join("target/fuzz")),
+        target_root: options
+            .target_root
+            .clone()
+            .or_else(|| Some(root().join("target/fuzz"))),
         ..options
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
-    match labelfuzz_build::build(&manifest, &options) {
+    // The build's rustc wrapper reads the variable; builds run one at a time (the lock above)
+    // and nothing else in the bench reads it.
+    if let Some(variable) = variable {
+        std::env::set_var(variable, "1");
+    }
+    let built = labelfuzz_build::build(&manifest, &options);
+    if let Some(variable) = variable {
+        std::env::remove_var(variable);
+    }
+    match built {
         Ok(mut built) => built.pop().expect("a fuzz crate builds a binary").path,
         Err(e) => panic!("building labelfuzz {name}: {e}"),
     }
@@ -180,12 +238,20 @@ fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
 /// Builds a native C target with `fuzzers/<name>/build.sh` for labelfuzz (`None`) or a
 /// baseline (`NATIVE_BASELINE`); returns the binary.
 pub fn build_native(name: &str, baseline: Option<&str>) -> PathBuf {
+    build_native_with(name, baseline, None)
+}
+
+/// As [`build_native`], with `variable` set to 1 in the build's environment if given.
+fn build_native_with(name: &str, baseline: Option<&str>, variable: Option<&str>) -> PathBuf {
     let _one_at_a_time = BuildLock::acquire();
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("fuzzers").join(name).join("build.sh"))
         .stderr(Stdio::inherit());
     if let Some(baseline) = baseline {
         cmd.env("NATIVE_BASELINE", baseline);
+    }
+    if let Some(variable) = variable {
+        cmd.env(variable, "1");
     }
     let out = cmd.output().expect("bash runs");
     let what = format!("building {name} ({})", baseline.unwrap_or("labelfuzz"));
