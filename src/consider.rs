@@ -18,7 +18,7 @@ use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 use crate::config::Limits;
 use crate::crash::CrashObserver;
 use crate::crashes::{CrashTable, SlowShrinkBudget};
-use crate::gates::{Gate, WatchedGates};
+use crate::gates::{Gate, Gates, WatchedGates};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
@@ -90,6 +90,32 @@ impl Considerer {
             self.gates
                 .extend_from_slice(&gates[..gates.len().min(WATCHED_SITES)]);
         }
+        self.note_watched_gates(state);
+    }
+
+    /// Watches the gates of the scheduled entry (those its traced run found, [`Gates`]) when
+    /// `repair`, else none: what a stage trying the entry's mutants or expansions calls first.
+    ///
+    /// # Errors
+    /// When the state has no scheduled entry.
+    pub fn watch_scheduled_gates<S>(&mut self, state: &mut S, repair: bool) -> Result<(), Error>
+    where
+        S: HasCurrentTestcase<BytesInput> + HasMetadata,
+    {
+        self.gates.clear();
+        if repair && self.grammar.is_none() {
+            if let Ok(gates) = state.current_testcase()?.metadata::<Gates>() {
+                let gates = &gates.0;
+                self.gates
+                    .extend_from_slice(&gates[..gates.len().min(WATCHED_SITES)]);
+            }
+        }
+        self.note_watched_gates(state);
+        Ok(())
+    }
+
+    /// After `self.gates` changed: the sites to watch, no readings yet, the state's note.
+    fn note_watched_gates<S: HasMetadata>(&mut self, state: &mut S) {
         self.gate_sites.clear();
         self.gate_sites.extend(self.gates.iter().map(|g| g.site));
         self.readings = [None; WATCHED_SITES];

@@ -8,7 +8,6 @@ use libafl::{Error, HasMetadata};
 
 use super::{load_current_into, ByteExpansionsTried};
 use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
-use crate::gates::{Gate, Gates};
 use crate::mutators::Expansions;
 
 /// Tries the expansions of the scheduled input until one improves a label.
@@ -26,7 +25,6 @@ pub struct ExpandStage {
     cut_short: bool,
     /// Watches the scheduled entry's gates while trying its expansions.
     repair: bool,
-    gates: Vec<Gate>,
 }
 
 /// The longest one scheduled input's expansions may take. A fast target tries all of them in a
@@ -47,7 +45,6 @@ impl ExpandStage {
             regular_runs: false,
             cut_short: false,
             repair: false,
-            gates: Vec::new(),
         }
     }
 }
@@ -165,15 +162,7 @@ where
     ) -> Result<(), Error> {
         let bytes_tried = load_current_into(state, &mut self.base)?;
         self.cut_short = false;
-        self.gates.clear();
-        if self.repair {
-            if let Ok(gates) = state.current_testcase()?.metadata::<Gates>() {
-                self.gates.extend_from_slice(&gates.0);
-            }
-        }
-        if !self.gates.is_empty() {
-            self.considerer.watch_gates(state, &self.gates);
-        }
+        self.considerer.watch_scheduled_gates(state, self.repair)?;
         let mut run = Run {
             fuzzer,
             executor,
@@ -181,9 +170,7 @@ where
             manager,
         };
         let expanded = self.expand_base(&mut run, bytes_tried, true);
-        if !self.gates.is_empty() {
-            self.considerer.watch_gates(state, &[]);
-        }
+        self.considerer.watch_gates(state, &[]);
         let improved = expanded?;
         if !improved && !bytes_tried && !self.cut_short && !state.stop_requested() {
             if let Ok(mut testcase) = state.current_testcase_mut() {

@@ -3,12 +3,10 @@
 use libafl::inputs::BytesInput;
 use libafl::mutators::{MutationResult, Mutator};
 use libafl::stages::Stage;
-use libafl::state::HasCurrentTestcase;
-use libafl::{Error, HasMetadata};
+use libafl::Error;
 
 use super::load_current_into;
 use crate::consider::{Considerer, FuzzState, ObservedExecutor, Run, RunFuzzer};
-use crate::gates::{Gate, Gates};
 
 /// Tries LibAFL havoc mutants of the scheduled input, each through [`Considerer::consider`], so
 /// an improving mutant is shrunk at once like any other.
@@ -25,8 +23,6 @@ pub struct HavocStage<M> {
     mutant: BytesInput,
     /// Whether mutants of an entry that passes gates are repaired ([`crate::gates`]).
     repair: bool,
-    /// The scheduled entry's gates (when `repair`; reused: no allocation per entry).
-    gates: Vec<Gate>,
 }
 
 impl<M> HavocStage<M> {
@@ -43,7 +39,6 @@ impl<M> HavocStage<M> {
             original: Vec::new(),
             mutant: BytesInput::new(Vec::new()),
             repair: false,
-            gates: Vec::new(),
         }
     }
 
@@ -55,21 +50,6 @@ impl<M> HavocStage<M> {
     pub fn with_repair(mut self, repair: bool) -> Self {
         self.repair = repair;
         self
-    }
-
-    /// Watches the scheduled entry's gates (none unless repairing).
-    fn watch_gates<S>(&mut self, state: &mut S) -> Result<(), Error>
-    where
-        S: HasCurrentTestcase<BytesInput> + HasMetadata,
-    {
-        self.gates.clear();
-        if self.repair {
-            if let Ok(gates) = state.current_testcase()?.metadata::<Gates>() {
-                self.gates.extend_from_slice(&gates.0);
-            }
-        }
-        self.considerer.watch_gates(state, &self.gates);
-        Ok(())
     }
 }
 
@@ -92,7 +72,7 @@ where
         }
         load_current_into(state, &mut self.base)?;
         self.original.clear();
-        self.watch_gates(state)?;
+        self.considerer.watch_scheduled_gates(state, self.repair)?;
         let tried = self.try_mutants(fuzzer, executor, state, manager);
         self.considerer.watch_gates(state, &[]);
         tried
