@@ -31,6 +31,8 @@ fn library_options(
         bins: targets,
         mode,
         instrument: std::env::var("LABELFUZZ_INSTRUMENT").ok(),
+        keep_folded_conditions: std::env::var("LABELFUZZ_FOLDED_CONDITIONS")
+            .is_ok_and(|v| !v.is_empty() && v != "0"),
         features: options.features.clone(),
         all_features: options.all_features,
         no_default_features: options.no_default_features,

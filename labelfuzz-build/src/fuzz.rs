@@ -73,6 +73,9 @@ pub struct BuildOptions {
     /// inside the crate's own target directory, where the project's ignore rules already cover
     /// it).
     pub target_root: Option<PathBuf>,
+    /// Keeps the compiler's folding of conditions (`LABELFUZZ_FOLDED_CONDITIONS=1`, which the
+    /// environment can also set): a build of its own, for measuring what splitting them buys.
+    pub keep_folded_conditions: bool,
 }
 
 impl Default for BuildOptions {
@@ -87,6 +90,7 @@ impl Default for BuildOptions {
             release: true,
             sanitizer: Sanitizer::None,
             target_root: None,
+            keep_folded_conditions: false,
         }
     }
 }
@@ -171,6 +175,9 @@ fn variant(options: &BuildOptions) -> String {
     }
     if !options.release {
         name.push_str("-dev");
+    }
+    if options.keep_folded_conditions {
+        name.push_str("-folded");
     }
     if let Some(list) = options
         .instrument
@@ -344,6 +351,9 @@ impl<'a> Plan<'a> {
             Some(list) => command.env("LABELFUZZ_INSTRUMENT", list),
             None => command.env_remove("LABELFUZZ_INSTRUMENT"),
         };
+        if options.keep_folded_conditions {
+            command.env("LABELFUZZ_FOLDED_CONDITIONS", "1");
+        }
         command
     }
 
@@ -444,6 +454,8 @@ mod tests {
         assert_eq!(variant(&options), "fuzz-asan-dev-a_b_c");
         options.instrument = Some("all".into());
         assert_eq!(variant(&options), "fuzz-asan-dev");
+        options.keep_folded_conditions = true;
+        assert_eq!(variant(&options), "fuzz-asan-dev-folded");
     }
 
     #[test]

@@ -144,10 +144,9 @@ impl Target {
                     Kind::Rust => build_with(
                         self.name,
                         labelfuzz_build::BuildOptions {
-                            target_root: Some(root().join(format!("target/fuzz-{variable}"))),
+                            keep_folded_conditions: true,
                             ..labelfuzz_build::BuildOptions::default()
                         },
-                        Some(variable),
                     ),
                 };
                 Some((lever, path))
@@ -187,7 +186,6 @@ pub fn build_labelfuzz(name: &str, instrument: Option<&str>) -> PathBuf {
             instrument: instrument.map(str::to_string),
             ..labelfuzz_build::BuildOptions::default()
         },
-        None,
     )
 }
 
@@ -200,36 +198,17 @@ pub fn build_labelfuzz_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
             mode,
             ..labelfuzz_build::BuildOptions::default()
         },
-        None,
     )
 }
 
-/// Builds `fuzzers/<name>` with `options` (into `target/fuzz` unless they name another root),
-/// with `variable` set to 1 in the build's environment if given.
-fn build_with(
-    name: &str,
-    options: labelfuzz_build::BuildOptions,
-    variable: Option<&str>,
-) -> PathBuf {
+fn build_with(name: &str, options: labelfuzz_build::BuildOptions) -> PathBuf {
     let _one_at_a_time = BuildLock::acquire();
     let options = labelfuzz_build::BuildOptions {
-        target_root: options
-            .target_root
-            .clone()
-            .or_else(|| Some(root().join("target/fuzz"))),
+        target_root: Some(root().join("target/fuzz")),
         ..options
     };
     let manifest = root().join("fuzzers").join(name).join("Cargo.toml");
-    // The build's rustc wrapper reads the variable; builds run one at a time (the lock above)
-    // and nothing else in the bench reads it.
-    if let Some(variable) = variable {
-        std::env::set_var(variable, "1");
-    }
-    let built = labelfuzz_build::build(&manifest, &options);
-    if let Some(variable) = variable {
-        std::env::remove_var(variable);
-    }
-    match built {
+    match labelfuzz_build::build(&manifest, &options) {
         Ok(mut built) => built.pop().expect("a fuzz crate builds a binary").path,
         Err(e) => panic!("building labelfuzz {name}: {e}"),
     }
