@@ -18,51 +18,18 @@ log() { echo "build-$NATIVE_TARGET: $*" >&2; }
 # CONFIGURE_CC is the compiler a configure script probes with (it must link without a fuzzer
 # runtime); the instrumentation flags go to make only.
 CLANG=/usr/lib/llvm-19/bin/clang
+# Every compiler's set-up is a file of its own in scripts/native/, setting CC, CXX,
+# CONFIGURE_CC, INSTRUMENT, FUZZER_LINK, BUILD and COMPILER_VARIANT: the benchmark fingerprints
+# each fuzzer's runs by the files that build them, so a change to one fuzzer's set-up re-runs
+# that fuzzer only.
 case "${NATIVE_BASELINE:-}" in
-  "")
-    # The wrapper and the harness: one cargo build in the shared target directory.
-    (cd "$ROOT" && cargo build --release -j2 -q -p labelfuzz-compiler-wrapper -p labelfuzz-harness) >&2
-    BIN="$(cd "$ROOT" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
-    export CC="$BIN/labelfuzz-cc"
-    export CXX="$BIN/labelfuzz-cxx"
-    CONFIGURE_CC="$CC"
-    INSTRUMENT=""
-    FUZZER_LINK=""
-    # A build with the compiler's condition folding kept (the benchmark's ablation of
-    # labelfuzz-cc's split conditions) lives apart from the standard one.
-    BUILD="$ROOT/target/native${LABELFUZZ_FOLDED_CONDITIONS:+-folded}/$NATIVE_TARGET"
-    ;;
-  libfuzzer|coverage)
-    [ -x "$CLANG" ] || { log "clang-19 is missing: run scripts/bootstrap.sh"; exit 2; }
-    export CC="$CLANG" CXX="$CLANG++"
-    CONFIGURE_CC="$CLANG"
-    # Every build of a target defines the macro fuzzing builds define (labelfuzz-cc and
-    # afl-clang-fast do, as OSS-Fuzz's flags do; clang's -fsanitize=fuzzer does not): code
-    # under it skips magic numbers and checksums, and a corpus found without them only
-    # measures the same on a build that skips them too.
-    unsafe_mode="-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION=1"
-    if [ "$NATIVE_BASELINE" = libfuzzer ]; then
-      INSTRUMENT="-fsanitize=fuzzer-no-link $unsafe_mode"
-      FUZZER_LINK="-fsanitize=fuzzer $unsafe_mode"
-    else
-      INSTRUMENT="-fprofile-instr-generate -fcoverage-mapping $unsafe_mode"
-      FUZZER_LINK="-fprofile-instr-generate $unsafe_mode $ROOT/bench/coverage/replay_main.c"
-    fi
-    BUILD="$ROOT/target/native-$NATIVE_BASELINE/$NATIVE_TARGET"
-    ;;
-  afl|afl-cmplog)
-    AFLPP="$(bash "$ROOT/scripts/install-aflpp.sh")"
-    export AFL_PATH="$AFLPP" AFL_QUIET=1
-    export CC="$AFLPP/afl-clang-fast" CXX="$AFLPP/afl-clang-fast++"
-    [ "$NATIVE_BASELINE" = afl-cmplog ] && export AFL_LLVM_CMPLOG=1
-    CONFIGURE_CC="$CLANG"
-    INSTRUMENT=""
-    # afl-clang-fast links its libFuzzer-compatible driver (libAFLDriver.a) for this flag.
-    FUZZER_LINK="-fsanitize=fuzzer"
-    BUILD="$ROOT/target/native-$NATIVE_BASELINE/$NATIVE_TARGET"
-    ;;
+  "") compiler=labelfuzz ;;
+  libfuzzer|coverage) compiler=clang ;;
+  afl|afl-cmplog) compiler=afl ;;
   *) log "unknown NATIVE_BASELINE '$NATIVE_BASELINE' (libfuzzer, afl, afl-cmplog or coverage)"; exit 2 ;;
 esac
+COMPILER_VARIANT=""
+source "$ROOT/scripts/native/$compiler.sh"
 # Sources are compiled in parallel on every core; the fuzzer is what is slow to build, not us.
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
@@ -81,10 +48,10 @@ registry_source() {
   echo "$path"
 }
 
-# Identifies the compiler build (the wrapper's own binary changes when its flags do, and
-# LABELFUZZ_FOLDED_CONDITIONS changes what it passes to clang).
+# Identifies the compiler build (the wrapper's own binary changes when its flags do, and a
+# variant, such as labelfuzz-cc with folded conditions, changes what it passes to clang).
 compiler_version() {
-  echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz} ${LABELFUZZ_FOLDED_CONDITIONS:-}"
+  echo "$(cksum < "$CC" | cut -d' ' -f1) ${NATIVE_BASELINE:-labelfuzz} $COMPILER_VARIANT"
 }
 
 # Links a fuzzer: link_fuzzer OUTPUT ARGS... ($CC's arguments, inputs included). Skipped when

@@ -78,27 +78,33 @@ pub fn processor() -> (String, String) {
 pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
     let mut paths: Vec<String> = [
         "bench/coverage",
-        "bench/driver/src/fuzzers.rs",
+        "bench/driver/src/fuzzers/mod.rs",
         "bench/driver/src/yardstick.rs",
     ]
     .map(String::from)
     .to_vec();
     match target.kind {
         // build.sh and the harness live in the target's directory; every build of it goes
-        // through native.sh, which takes the library's version from fuzzers/native.
+        // through native.sh, which takes the library's version from fuzzers/native, and the
+        // yardstick's compiler set-up (clang.sh, the libFuzzer anchor's too).
         Kind::Native => paths.extend([
             format!("fuzzers/{}", target.name),
             "fuzzers/native".into(),
             "scripts/native.sh".into(),
+            "scripts/native/clang.sh".into(),
         ]),
         // The anchors and the coverage build are bench/libfuzzer; labelfuzz's twin is its own
         // crate.
         Kind::Rust => paths.push("bench/libfuzzer".into()),
     }
+    // Each fuzzer's own command (bench/driver/src/fuzzers/<fuzzer>.rs) and compiler set-up
+    // (scripts/native/<compiler>.sh) count for its runs only.
     match fuzzer {
         Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
             paths.extend(
                 [
+                    "bench/driver/src/fuzzers/labelfuzz.rs",
+                    "scripts/native/labelfuzz.sh",
                     "Cargo.lock",
                     "Cargo.toml",
                     "build.rs",
@@ -120,8 +126,10 @@ pub fn sources(target: &Target, fuzzer: Fuzzer) -> Vec<String> {
                 paths.push("fuzzers/Cargo.lock".into());
             }
         }
-        Fuzzer::Libfuzzer => {}
+        Fuzzer::Libfuzzer => paths.push("bench/driver/src/fuzzers/libfuzzer.rs".into()),
         Fuzzer::Aflpp => {
+            paths.push("bench/driver/src/fuzzers/aflpp.rs".into());
+            paths.push("scripts/native/afl.sh".into());
             paths.push("scripts/install-aflpp.sh".into());
             // AFL++'s version: the cargo-afl-common package pinned there.
             paths.push("fuzzers/native/sources".into());
@@ -228,6 +236,37 @@ mod tests {
             "intel-core-i7-8700-cpu-3-20ghz"
         );
         assert_eq!(slug(""), "unknown-processor");
+    }
+
+    #[test]
+    fn a_fuzzers_own_command_and_compilers_count_for_its_runs_only() {
+        let own = |fuzzer: Fuzzer| -> Vec<&str> {
+            match fuzzer {
+                Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => vec![
+                    "bench/driver/src/fuzzers/labelfuzz.rs",
+                    "scripts/native/labelfuzz.sh",
+                ],
+                Fuzzer::Libfuzzer => vec!["bench/driver/src/fuzzers/libfuzzer.rs"],
+                Fuzzer::Aflpp => vec!["bench/driver/src/fuzzers/aflpp.rs", "scripts/native/afl.sh"],
+            }
+        };
+        let native = TARGETS
+            .iter()
+            .find(|t| t.kind == Kind::Native)
+            .expect("a C target");
+        for fuzzer in Fuzzer::ALL {
+            let paths = sources(native, fuzzer);
+            for other in Fuzzer::ALL {
+                for file in own(other) {
+                    assert_eq!(
+                        paths.iter().any(|p| p == file),
+                        other == fuzzer,
+                        "{file} in {}'s sources",
+                        fuzzer.name()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,13 @@ use serde_json::{json, Value};
 
 use crate::ablation::Lever;
 use crate::targets::Builds;
-use crate::util::{files_in, fresh_dir, read_json};
+
+mod aflpp;
+mod labelfuzz;
+mod libfuzzer;
+
+use crate::util::{files_in, fresh_dir};
+pub use libfuzzer::libfuzzer_units;
 
 /// Longest input, bytes (libFuzzer's default for an empty corpus).
 pub const MAX_LEN: usize = 4096;
@@ -93,7 +99,7 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
     }
     let corpus = match fuzzer {
         Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) | Fuzzer::Libfuzzer => work.join("corpus"),
-        Fuzzer::Aflpp => work.join("out/default/queue"),
+        Fuzzer::Aflpp => aflpp::corpus(&work),
     };
     let mut snapshots = Snapshots::new(dir.join("snapshots"), corpus);
     let started = Instant::now();
@@ -106,15 +112,15 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
             break;
         }
         let log = std::fs::File::create(work.join(format!("log-{restarts}.txt"))).expect("log");
-        let mut cmd = command(
-            fuzzer,
-            builds,
-            &work,
-            &seeds_dir,
-            remaining,
-            seed + restarts,
+        let invocation = Invocation {
+            work: &work,
+            seeds: &seeds_dir,
+            has_seeds: !builds.seeds.is_empty(),
+            secs: remaining,
+            seed: seed + restarts,
             cpu,
-        );
+        };
+        let mut cmd = command(fuzzer, builds, &invocation);
         cmd.stdout(log.try_clone().expect("log")).stderr(log);
         let child = cmd.spawn().expect("the fuzzer starts");
         wait_with_snapshots(child, &mut snapshots, started, deadline, secs.div_ceil(60));
@@ -122,31 +128,15 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
             break;
         }
         let log = std::fs::read(work.join(format!("log-{restarts}.txt"))).unwrap_or_default();
-        libfuzzer_execs += libfuzzer_units(&String::from_utf8_lossy(&log));
+        libfuzzer_execs += libfuzzer::libfuzzer_units(&String::from_utf8_lossy(&log));
         restarts += 1;
     }
     let wall = started.elapsed().as_secs_f64();
     snapshots.take(secs.div_ceil(60));
     let stats = match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
-            let summary = read_json(&work.join("summary.json"));
-            json!({
-                "executions": summary["executions"],
-                "crashes": summary["crashes"].as_array().map_or(0, Vec::len),
-            })
-        }
-        Fuzzer::Libfuzzer => json!({
-            "executions": libfuzzer_execs,
-            "crashes": files_in(&work.join("artifacts")).len(),
-            "restarts": restarts.saturating_sub(1),
-        }),
-        Fuzzer::Aflpp => {
-            let stats = afl_stats(&work.join("out/default/fuzzer_stats"));
-            json!({
-                "executions": stats.0,
-                "crashes": stats.1,
-            })
-        }
+        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => labelfuzz::stats(&work),
+        Fuzzer::Libfuzzer => libfuzzer::stats(&work, libfuzzer_execs, restarts),
+        Fuzzer::Aflpp => aflpp::stats(&work),
     };
     // A fuzzer that did not run (a broken build, a bad flag) must not pass as one that found
     // nothing.
@@ -170,97 +160,36 @@ pub fn run(fuzzer: Fuzzer, builds: &Builds, dir: &Path, secs: u64, seed: u64, cp
     }
 }
 
-/// The command that runs `fuzzer` for `secs` more seconds in `work`.
-fn command(
-    fuzzer: Fuzzer,
-    builds: &Builds,
-    work: &Path,
-    seeds: &Path,
-    secs: u64,
-    seed: u64,
-    cpu: usize,
-) -> Command {
-    let has_seeds = !builds.seeds.is_empty();
+/// The command that runs `fuzzer` for `secs` more seconds in `work`: each fuzzer's own module
+/// says how, so that a change to one fuzzer's command leaves the others' records valid (the
+/// bench fingerprints each fuzzer's runs by its module, [`crate::ledger::sources`]).
+fn command(fuzzer: Fuzzer, builds: &Builds, run: &Invocation<'_>) -> Command {
     match fuzzer {
-        Fuzzer::Labelfuzz | Fuzzer::LabelfuzzFlipped(_) => {
-            let lever = match fuzzer {
-                Fuzzer::LabelfuzzFlipped(lever) => Some(lever),
-                _ => None,
-            };
-            let mut cmd = pinned(builds.labelfuzz_for(lever), cpu);
-            cmd.args(lever.map_or(&[][..], |l| l.flip_flags()));
-            cmd.args(["-q", "--seed", &seed.to_string()])
-                .args(["--max-time", &secs.to_string()])
-                .args(["--timeout", &TIMEOUT_MS.to_string()])
-                .args(["--max-len", &MAX_LEN.to_string()])
-                .args(["--rss-limit-mb", &RSS_LIMIT_MB.to_string()])
-                .arg("-o")
-                .arg(work);
-            if has_seeds {
-                cmd.arg(seeds);
-            }
-            cmd.env("RUST_BACKTRACE", "0");
-            cmd
-        }
-        Fuzzer::Libfuzzer => {
-            let corpus = work.join("corpus");
-            let artifacts = work.join("artifacts");
-            std::fs::create_dir_all(&corpus).expect("corpus");
-            std::fs::create_dir_all(&artifacts).expect("artifacts");
-            let mut cmd = pinned(&builds.libfuzzer, cpu);
-            cmd.arg(&corpus);
-            if has_seeds {
-                cmd.arg(seeds);
-            }
-            cmd.arg(format!("-max_total_time={secs}"))
-                .arg(format!("-seed={seed}"))
-                .arg(format!("-max_len={MAX_LEN}"))
-                .arg(format!("-timeout={}", TIMEOUT_MS.div_ceil(1000)))
-                .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
-                .arg("-print_final_stats=1")
-                .arg(format!("-artifact_prefix={}/", artifacts.display()))
-                .current_dir(work)
-                .env("RUST_BACKTRACE", "0");
-            cmd
-        }
-        Fuzzer::Aflpp => {
-            let input = if has_seeds {
-                seeds.to_path_buf()
-            } else {
-                // AFL++ needs one starting input: a newline, as its docs suggest.
-                let dir = work.join("in");
-                std::fs::create_dir_all(&dir).expect("AFL++ input");
-                std::fs::write(dir.join("newline"), b"\n").expect("AFL++ input");
-                dir
-            };
-            let mut cmd = pinned(&builds.aflpp.join("afl-fuzz"), cpu);
-            cmd.arg("-i")
-                .arg(input)
-                .arg("-o")
-                .arg(work.join("out"))
-                .args(["-V", &secs.to_string()])
-                .args(["-s", &seed.to_string()])
-                .args(["-G", &MAX_LEN.to_string()])
-                .args(["-t", &TIMEOUT_MS.to_string()])
-                .args(["-m", &RSS_LIMIT_MB.to_string()])
-                .arg("-c")
-                .arg(&builds.afl_cmplog)
-                .arg("--")
-                .arg(&builds.afl)
-                .env("AFL_NO_UI", "1")
-                .env("AFL_SKIP_CPUFREQ", "1")
-                .env("AFL_NO_AFFINITY", "1")
-                .env("AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES", "1")
-                .env("AFL_SKIP_CRASHES", "1")
-                .env("RUST_BACKTRACE", "0")
-                .current_dir(work);
-            cmd
-        }
+        Fuzzer::Labelfuzz => labelfuzz::command(None, builds, run),
+        Fuzzer::LabelfuzzFlipped(lever) => labelfuzz::command(Some(lever), builds, run),
+        Fuzzer::Libfuzzer => libfuzzer::command(builds, run),
+        Fuzzer::Aflpp => aflpp::command(builds, run),
     }
 }
 
+/// One start of a fuzzer inside a run: where it works and for how long.
+pub(crate) struct Invocation<'a> {
+    /// The run's working directory.
+    pub work: &'a Path,
+    /// The seeds' directory (empty when the target has none).
+    pub seeds: &'a Path,
+    /// Whether the target has seeds.
+    pub has_seeds: bool,
+    /// Seconds left of the run.
+    pub secs: u64,
+    /// The fuzzer's random seed.
+    pub seed: u64,
+    /// The core it is pinned to.
+    pub cpu: usize,
+}
+
 /// A command for `program`, pinned to `cpu` with `taskset`.
-fn pinned(program: &Path, cpu: usize) -> Command {
+pub(crate) fn pinned(program: &Path, cpu: usize) -> Command {
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", &cpu.to_string()])
         .arg(program)
@@ -341,33 +270,4 @@ impl Snapshots {
         }
         self.taken.push((minute, dir));
     }
-}
-
-/// Executions libFuzzer reports in one log (its final stats, or its last status line).
-pub fn libfuzzer_units(log: &str) -> u64 {
-    log.lines()
-        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
-        .filter_map(|v| v.trim().parse().ok())
-        .next_back()
-        .or_else(|| {
-            log.lines()
-                .filter_map(|l| l.strip_prefix('#'))
-                .filter_map(|l| l.split([':', '\t', ' ']).next())
-                .filter_map(|v| v.parse().ok())
-                .next_back()
-        })
-        .unwrap_or(0)
-}
-
-/// (executions, saved crashes) from AFL++'s `fuzzer_stats`.
-fn afl_stats(path: &Path) -> (u64, u64) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .filter_map(|l| l.split_once(':'))
-            .find(|(k, _)| k.trim() == name)
-            .and_then(|(_, v)| v.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (field("execs_done"), field("saved_crashes"))
 }
