@@ -847,6 +847,68 @@ fn conditions_the_compiler_folds_into_one_branch_are_found_one_at_a_time() {
     fuzz_finding_nothing(&dir.join("folded"), &dir.join("plain"), "300000", "1", &[]);
 }
 
+/// The labels `fuzzer` counts after running the files of `seeds` once each (`-runs=0`).
+fn labels_of(fuzzer: &Path, out: &Path, seeds: &Path) -> u64 {
+    let result = run(
+        fuzzer,
+        &[
+            "-runs=0",
+            "-o",
+            out.to_str().unwrap(),
+            seeds.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        result.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    common::summary(out)["labels"]
+        .as_u64()
+        .expect("labels in summary.json")
+}
+
+#[test]
+fn each_way_out_of_a_loop_with_two_conditions_is_a_label_of_its_own() {
+    let dir = scratch("c-unterminated-name");
+    let source = root().join("fuzzers/c_planted/unterminated_name.c");
+    let source = source.to_str().unwrap();
+    labelfuzz_cc(&dir, &["-O2", source, "-o", "fuzzer"]);
+    // "N\1\0" ends the name at its terminator; "N\1\1" at the end of the input, after as
+    // many turns of the loop.
+    let terminated = dir.join("terminated");
+    let both = dir.join("both");
+    for (seeds, files) in [
+        (&terminated, &[&b"N\x01\x00"[..]][..]),
+        (&both, &[b"N\x01\x00", b"N\x01\x01"]),
+    ] {
+        std::fs::create_dir_all(seeds).unwrap();
+        for (i, bytes) in files.iter().enumerate() {
+            std::fs::write(seeds.join(format!("seed-{i}")), bytes).unwrap();
+        }
+    }
+    let fuzzer = dir.join("fuzzer");
+    let one = labels_of(&fuzzer, &dir.join("out-1"), &terminated);
+    let two = labels_of(&fuzzer, &dir.join("out-2"), &both);
+    assert!(
+        two > one,
+        "the name running to the end shows no label of its own ({one}, {two})"
+    );
+    // The check can fail: with the compiler's folding kept, both ways out are one edge.
+    checked(
+        Command::new(common::compiler_wrapper_dir().join("labelfuzz-cc"))
+            .current_dir(&dir)
+            .env("LABELFUZZ_FOLDED_CONDITIONS", "1")
+            .args(["-O2", source, "-o", "folded"]),
+        "labelfuzz-cc with LABELFUZZ_FOLDED_CONDITIONS=1",
+    );
+    let folded = dir.join("folded");
+    let one = labels_of(&folded, &dir.join("folded-1"), &terminated);
+    let two = labels_of(&folded, &dir.join("folded-2"), &both);
+    assert_eq!(one, two, "folded, the two ways out are one edge");
+}
+
 #[test]
 fn bytes_checked_at_fixed_places_of_a_zeroed_record_are_written_where_they_were_read() {
     let dir = scratch("c-scattered-bytes");

@@ -96,7 +96,7 @@ const KEEP_COMPARE_CALLS: [&str; 8] = [
 impl Build {
     /// The `-mllvm` options that keep each condition its own branch: fuzzing builds of C and
     /// C++ sources only, unless `LABELFUZZ_FOLDED_CONDITIONS=1`.
-    pub(crate) fn condition_flags(self, invocation: &Invocation) -> Vec<&'static str> {
+    pub(crate) fn condition_flags(self, invocation: &Invocation) -> Vec<String> {
         if self == Build::Fuzz && conditions::split_in_this_build() {
             conditions::clang_arguments(&invocation.args, &invocation.inputs)
         } else {

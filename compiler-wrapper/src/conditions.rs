@@ -7,8 +7,13 @@
 //! and a bug behind four folded conditions must be guessed whole. Source-based coverage, the
 //! benchmark's yardstick and what users read, still counts each condition. Setting the folding
 //! thresholds to zero keeps one branch per condition, at the price of a few branches where the
-//! compiler would have computed both sides (`LABELFUZZ_FOLDED_CONDITIONS=1` keeps the
-//! compiler's folding, for comparison).
+//! compiler would have computed both sides. One folding ignores the thresholds: loop
+//! canonicalization (LoopSimplify) merges a loop's exit conditions into one branch without
+//! weighing the cost, so `while (*p++ != 0 && p != end)` leaves the loop by one edge whichever
+//! condition ended it. A pass plugin built with the wrapper (`unfold_conditions.cc`,
+//! [`crate::plugin`]) runs just before SanitizerCoverage and splits every branch on an `||` or
+//! `&&` of conditions back into one branch each. `LABELFUZZ_FOLDED_CONDITIONS=1` keeps the
+//! compiler's folding, for comparison.
 
 use std::path::Path;
 
@@ -31,17 +36,22 @@ pub fn split_in_this_build() -> bool {
     !std::env::var(KEEP_FOLDING_VARIABLE).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The `-mllvm` arguments for an invocation with `args` and `inputs`: only when it compiles C
-/// or C++ (clang rejects `-mllvm` it never used under `-Werror`, as on a link of objects).
+/// The arguments for an invocation with `args` and `inputs`: the `-mllvm` folding thresholds
+/// and the pass plugin that unfolds loop conditions ([`crate::plugin`]), only when it compiles
+/// C or C++ (clang rejects `-mllvm` it never used under `-Werror`, as on a link of objects).
 #[must_use]
-pub fn clang_arguments(args: &[String], inputs: &[impl AsRef<Path>]) -> Vec<&'static str> {
+pub fn clang_arguments(args: &[String], inputs: &[impl AsRef<Path>]) -> Vec<String> {
     if !compiles_source(args, inputs) {
         return Vec::new();
     }
-    SPLIT_CONDITION_LLVM_OPTIONS
+    let mut arguments: Vec<String> = SPLIT_CONDITION_LLVM_OPTIONS
         .iter()
-        .flat_map(|option| ["-mllvm", option])
-        .collect()
+        .flat_map(|option| ["-mllvm".to_string(), (*option).to_string()])
+        .collect();
+    if let Some(plugin) = crate::plugin::unfold_conditions() {
+        arguments.push(format!("-fpass-plugin={}", plugin.display()));
+    }
+    arguments
 }
 
 /// Whether the command line compiles a C-family source: an input with such an extension, or a
@@ -98,7 +108,7 @@ mod tests {
     fn a_compile_of_a_c_or_cxx_source_gets_the_options_and_a_link_of_objects_does_not() {
         let none: [&str; 0] = [];
         let compile = clang_arguments(&strings(&["-c", "a.c", "-O2"]), &["a.c"]);
-        assert_eq!(compile.len(), 8);
+        assert_eq!(compile[..8].iter().filter(|a| *a == "-mllvm").count(), 4);
         assert_eq!(compile[0], "-mllvm");
         assert!(!clang_arguments(&strings(&["x.cpp"]), &["x.cpp"]).is_empty());
         assert!(clang_arguments(&strings(&["a.o", "b.a"]), &["a.o", "b.a"]).is_empty());

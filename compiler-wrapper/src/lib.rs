@@ -32,6 +32,7 @@ mod build;
 pub mod conditions;
 pub mod dictionary;
 mod llvm;
+pub mod plugin;
 
 use build::Build;
 
@@ -312,11 +313,10 @@ pub fn compile(cpp: bool, args: Vec<OsString>) -> Result<i32, WrapperError> {
         .map_err(|e| WrapperError::Clang(format!("{e:?}")))?;
     if invocation.output != Output::Query {
         let build = Build::from_env();
-        for flag in build
-            .flags(false)
-            .into_iter()
-            .chain(build.condition_flags(&invocation))
-        {
+        for flag in build.flags(false) {
+            clang.add_arg(flag);
+        }
+        for flag in build.condition_flags(&invocation) {
             clang.add_arg(flag);
         }
     }
