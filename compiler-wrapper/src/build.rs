@@ -94,8 +94,9 @@ const KEEP_COMPARE_CALLS: [&str; 8] = [
 ];
 
 impl Build {
-    /// The `-mllvm` options that keep each condition its own branch: fuzzing builds of C and
-    /// C++ sources only, unless `LABELFUZZ_FOLDED_CONDITIONS=1`.
+    /// What keeps each condition its own branch (the `-mllvm` folding thresholds and the pass
+    /// plugin, [`conditions::clang_arguments`]): fuzzing builds of C and C++ sources only,
+    /// unless `LABELFUZZ_FOLDED_CONDITIONS=1`.
     pub(crate) fn condition_flags(self, invocation: &Invocation) -> Vec<String> {
         if self == Build::Fuzz && conditions::split_in_this_build() {
             conditions::clang_arguments(&invocation.args, &invocation.inputs)
