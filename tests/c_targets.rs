@@ -871,31 +871,31 @@ fn labels_of(fuzzer: &Path, out: &Path, seeds: &Path) -> u64 {
 
 #[test]
 fn each_way_out_of_a_loop_with_two_conditions_is_a_label_of_its_own() {
-    let dir = scratch("c-unterminated-name");
-    let source = root().join("fuzzers/c_planted/unterminated_name.c");
-    let source = source.to_str().unwrap();
-    labelfuzz_cc(&dir, &["-O2", source, "-o", "fuzzer"]);
     // "N\1\0" ends the name at its terminator; "N\1\1" at the end of the input, after as
     // many turns of the loop.
-    let terminated = dir.join("terminated");
-    let both = dir.join("both");
-    for (seeds, files) in [
-        (&terminated, &[&b"N\x01\x00"[..]][..]),
-        (&both, &[b"N\x01\x00", b"N\x01\x01"]),
-    ] {
-        std::fs::create_dir_all(seeds).unwrap();
-        for (i, bytes) in files.iter().enumerate() {
-            std::fs::write(seeds.join(format!("seed-{i}")), bytes).unwrap();
-        }
-    }
-    let fuzzer = dir.join("fuzzer");
-    let one = labels_of(&fuzzer, &dir.join("out-1"), &terminated);
-    let two = labels_of(&fuzzer, &dir.join("out-2"), &both);
-    assert!(
-        two > one,
-        "the name running to the end shows no label of its own ({one}, {two})"
+    each_condition_is_a_label_of_its_own("unterminated_name.c", b"N\x01\x00", &[b"N\x01\x01"]);
+}
+
+#[test]
+fn each_side_of_a_chosen_value_is_a_label_of_its_own() {
+    // "V\0\5" chooses 10 for the offset (not 'X') and the size for the length (3 < 5); the
+    // others choose 3 for the offset, and the byte for the length.
+    each_condition_is_a_label_of_its_own(
+        "chosen_values.c",
+        b"V\x00\x05",
+        &[b"VX\x05", b"V\x00\x01"],
     );
-    // The check can fail: with the compiler's folding kept, both ways out are one edge.
+}
+
+/// Builds `source` (in `fuzzers/c_planted/`) at `-O2` and checks that each of `others` adds
+/// labels to those of `first` alone (it takes a side of a condition `first` does not), and
+/// that with the compiler's folding kept (`LABELFUZZ_FOLDED_CONDITIONS=1`) none does: the
+/// check can fail.
+fn each_condition_is_a_label_of_its_own(source: &str, first: &[u8], others: &[&[u8]]) {
+    let dir = scratch(&format!("c-conditions-{}", source.trim_end_matches(".c")));
+    let source = root().join("fuzzers/c_planted").join(source);
+    let source = source.to_str().unwrap();
+    labelfuzz_cc(&dir, &["-O2", source, "-o", "split"]);
     checked(
         Command::new(common::compiler_wrapper_dir().join("labelfuzz-cc"))
             .current_dir(&dir)
@@ -903,10 +903,34 @@ fn each_way_out_of_a_loop_with_two_conditions_is_a_label_of_its_own() {
             .args(["-O2", source, "-o", "folded"]),
         "labelfuzz-cc with LABELFUZZ_FOLDED_CONDITIONS=1",
     );
-    let folded = dir.join("folded");
-    let one = labels_of(&folded, &dir.join("folded-1"), &terminated);
-    let two = labels_of(&folded, &dir.join("folded-2"), &both);
-    assert_eq!(one, two, "folded, the two ways out are one edge");
+    let seeds = |name: &str, files: &[&[u8]]| {
+        let seeds = dir.join(name);
+        std::fs::create_dir_all(&seeds).unwrap();
+        for (i, bytes) in files.iter().enumerate() {
+            std::fs::write(seeds.join(format!("seed-{i}")), bytes).unwrap();
+        }
+        seeds
+    };
+    let alone = seeds("alone", &[first]);
+    for build in ["split", "folded"] {
+        let fuzzer = dir.join(build);
+        let labels_alone = labels_of(&fuzzer, &dir.join(format!("{build}-alone")), &alone);
+        for (i, other) in others.iter().enumerate() {
+            let pair = seeds(&format!("pair-{i}"), &[first, other]);
+            let labels = labels_of(&fuzzer, &dir.join(format!("{build}-pair-{i}")), &pair);
+            if build == "split" {
+                assert!(
+                    labels > labels_alone,
+                    "{other:?} shows no label of its own ({labels_alone}, {labels})"
+                );
+            } else {
+                assert_eq!(
+                    labels, labels_alone,
+                    "folded, {other:?} takes no edge {first:?} does not"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -12,7 +12,9 @@
 //! weighing the cost, so `while (*p++ != 0 && p != end)` leaves the loop by one edge whichever
 //! condition ended it. A pass plugin built with the wrapper (`unfold_conditions.cc`,
 //! [`crate::plugin`]) runs just before SanitizerCoverage and splits every branch on an `||` or
-//! `&&` of conditions back into one branch each. `LABELFUZZ_FOLDED_CONDITIONS=1` keeps the
+//! `&&` of conditions back into one branch each. Clang itself emits a `?:` between plain values
+//! as a select, and a `MIN()` becomes a min intrinsic, before any threshold applies: the plugin
+//! turns those into branches too. `LABELFUZZ_FOLDED_CONDITIONS=1` keeps the
 //! compiler's folding, for comparison.
 
 use std::path::Path;

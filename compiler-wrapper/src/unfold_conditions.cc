@@ -9,14 +9,23 @@
 // branch on `a` to the taken side, else to a new block that branches on `b`; an and the same
 // way round. `b` is already computed before the branch (the folding speculated it), so nothing
 // moves: the pass only adds the branch back.
+//
+// A value chosen by a condition (`x = c ? y : z`, which clang emits as a select, and the
+// `llvm.umin`-style intrinsics a `MIN()` becomes) has no branch either: the select becomes a
+// branch on `c` to two empty blocks that meet again, the intrinsic a comparison and such a
+// branch, so each side is an edge. `y` and `z` stay where they were computed.
+
+#include <optional>
 
 #include "llvm/IR/Function.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/PatternMatch.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 using namespace llvm;
 using namespace llvm::PatternMatch;
@@ -73,6 +82,66 @@ SmallVector<BranchInst *, 2> unfold(BranchInst *branch) {
   return {first_branch, second_branch};
 }
 
+// The comparison a min/max intrinsic stands for (its first operand chosen when true), or
+// nothing for any other instruction.
+std::optional<CmpInst::Predicate> min_max_predicate(Instruction &instruction) {
+  auto *intrinsic = dyn_cast<IntrinsicInst>(&instruction);
+  if (!intrinsic || intrinsic->getType()->isVectorTy())
+    return std::nullopt;
+  switch (intrinsic->getIntrinsicID()) {
+  case Intrinsic::umin:
+    return CmpInst::ICMP_ULT;
+  case Intrinsic::umax:
+    return CmpInst::ICMP_UGT;
+  case Intrinsic::smin:
+    return CmpInst::ICMP_SLT;
+  case Intrinsic::smax:
+    return CmpInst::ICMP_SGT;
+  default:
+    return std::nullopt;
+  }
+}
+
+// Replaces `chosen` (a select or a min/max) by a branch on `condition` to two empty blocks,
+// and a phi where they meet that takes `if_true` or `if_false`.
+void branch_on_choice(Instruction *chosen, Value *condition, Value *if_true, Value *if_false) {
+  Instruction *then_end = nullptr, *else_end = nullptr;
+  SplitBlockAndInsertIfThenElse(condition, chosen->getIterator(), &then_end, &else_end);
+  BasicBlock *joined = chosen->getParent();
+  cast<Instruction>(then_end->getParent()->getSinglePredecessor()->getTerminator())
+      ->setDebugLoc(chosen->getDebugLoc());
+  PHINode *phi = PHINode::Create(chosen->getType(), 2, chosen->getName(), joined->begin());
+  phi->addIncoming(if_true, then_end->getParent());
+  phi->addIncoming(if_false, else_end->getParent());
+  phi->setDebugLoc(chosen->getDebugLoc());
+  chosen->replaceAllUsesWith(phi);
+  chosen->eraseFromParent();
+}
+
+// Turns every scalar select and min/max into a branch; returns whether there was one.
+bool branch_on_choices(Function &function) {
+  SmallVector<Instruction *, 32> choices;
+  for (BasicBlock &block : function)
+    for (Instruction &instruction : block)
+      if ((isa<SelectInst>(instruction) &&
+           !instruction.getOperand(0)->getType()->isVectorTy()) ||
+          min_max_predicate(instruction))
+        choices.push_back(&instruction);
+  for (Instruction *chosen : choices) {
+    if (auto *select = dyn_cast<SelectInst>(chosen)) {
+      branch_on_choice(select, select->getCondition(), select->getTrueValue(),
+                       select->getFalseValue());
+      continue;
+    }
+    Value *first = chosen->getOperand(0), *second = chosen->getOperand(1);
+    auto *comparison = new ICmpInst(chosen->getIterator(), *min_max_predicate(*chosen), first,
+                                    second, "labelfuzz.choice");
+    comparison->setDebugLoc(chosen->getDebugLoc());
+    branch_on_choice(chosen, comparison, first, second);
+  }
+  return !choices.empty();
+}
+
 struct UnfoldConditions : PassInfoMixin<UnfoldConditions> {
   PreservedAnalyses run(Function &function, FunctionAnalysisManager &) {
     SmallVector<BranchInst *, 32> work;
@@ -85,6 +154,7 @@ struct UnfoldConditions : PassInfoMixin<UnfoldConditions> {
       changed |= !replaced.empty();
       work.append(replaced.begin(), replaced.end());
     }
+    changed |= branch_on_choices(function);
     return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }
   static bool isRequired() { return true; }
