@@ -912,12 +912,16 @@ fn each_condition_is_a_label_of_its_own(source: &str, first: &[u8], others: &[&[
         seeds
     };
     let alone = seeds("alone", &[first]);
+    let pairs: Vec<_> = others
+        .iter()
+        .enumerate()
+        .map(|(i, other)| seeds(&format!("pair-{i}"), &[first, other]))
+        .collect();
     for build in ["split", "folded"] {
         let fuzzer = dir.join(build);
         let labels_alone = labels_of(&fuzzer, &dir.join(format!("{build}-alone")), &alone);
-        for (i, other) in others.iter().enumerate() {
-            let pair = seeds(&format!("pair-{i}"), &[first, other]);
-            let labels = labels_of(&fuzzer, &dir.join(format!("{build}-pair-{i}")), &pair);
+        for (i, (other, pair)) in others.iter().zip(&pairs).enumerate() {
+            let labels = labels_of(&fuzzer, &dir.join(format!("{build}-pair-{i}")), pair);
             if build == "split" {
                 assert!(
                     labels > labels_alone,

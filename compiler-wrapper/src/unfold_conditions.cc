@@ -105,12 +105,13 @@ std::optional<CmpInst::Predicate> min_max_predicate(Instruction &instruction) {
 // Replaces `chosen` (a select or a min/max) by a branch on `condition` to two empty blocks,
 // and a phi where they meet that takes `if_true` or `if_false`.
 void branch_on_choice(Instruction *chosen, Value *condition, Value *if_true, Value *if_false) {
+  BasicBlock *head = chosen->getParent();
   Instruction *then_end = nullptr, *else_end = nullptr;
   SplitBlockAndInsertIfThenElse(condition, chosen->getIterator(), &then_end, &else_end);
-  BasicBlock *joined = chosen->getParent();
-  cast<Instruction>(then_end->getParent()->getSinglePredecessor()->getTerminator())
-      ->setDebugLoc(chosen->getDebugLoc());
-  PHINode *phi = PHINode::Create(chosen->getType(), 2, chosen->getName(), joined->begin());
+  // `head` now ends in the new branch; `chosen` starts the block where the two sides meet.
+  head->getTerminator()->setDebugLoc(chosen->getDebugLoc());
+  PHINode *phi =
+      PHINode::Create(chosen->getType(), 2, chosen->getName(), chosen->getParent()->begin());
   phi->addIncoming(if_true, then_end->getParent());
   phi->addIncoming(if_false, else_end->getParent());
   phi->setDebugLoc(chosen->getDebugLoc());
