@@ -14,10 +14,9 @@
 //! cost what the target used (the sites an execution touched are listed as it runs), and a site
 //! stops producing distances once it is solved. The best-per-label table keeps one input per
 //! label, so the corpus grows by the steps taken, not by every input that made one. It is off by
-//! default because the ablation bench says so: ahead on zlib, far behind on SQLite, whose
-//! parser runs thousands of comparisons with constants per input (the callbacks' work cost a
-//! third of its executions a second, and hundreds of labels that never change dilute the
-//! schedule).
+//! default because the ablation bench (docs/benchmark.md) chose so; what it costs is clearest on
+//! SQLite, whose parser runs thousands of comparisons with constants per input: the callbacks'
+//! work slows every execution, and hundreds of labels that never change dilute the schedule.
 
 use crate::labels::Label;
 

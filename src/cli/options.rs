@@ -53,7 +53,7 @@ pub struct Options {
     pub max_len: usize,
 
     /// LibAFL havoc mutants tried per scheduled input, after its expansions (0: expand/shrink
-    /// only). The default won on the benchmark: same bugs, more edges on structured input.
+    /// only).
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub havoc: usize,
 
@@ -71,8 +71,8 @@ pub struct Options {
     /// Colorization for input-to-state (1: on, 0: off): before an entry's traced run, its bytes
     /// that can change without changing its path are made random, so that the bytes a
     /// comparison read occur once and a mutant writes the other operand there (at most 256
-    /// executions an entry, once). Off by default: the ablation bench had it level on zlib and
-    /// xz and behind on libpng and lcms.
+    /// executions an entry, once). Off by default, as chosen by the ablation bench
+    /// (docs/benchmark.md).
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmplog_colorize: u8,
 
@@ -108,15 +108,14 @@ pub struct Options {
 
     /// Comparison progress as labels (1: on, 0: off): per comparison site, how many times its
     /// operands came out equal and how close they came, so a counter nearing its constant or a
-    /// check satisfied once more is kept like a new edge. Off by default: the ablation bench
-    /// measured it behind on most targets (docs/benchmark.md).
+    /// check satisfied once more is kept like a new edge. Off by default, as chosen by the
+    /// ablation bench (docs/benchmark.md).
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmp_progress: u8,
 
     /// Regular runs among the expansions (1: on, 0: off): after the random run, a run of one
     /// repeated byte and the input twice over, the long regular data that compressors and
-    /// table readers need. Off by default: on the benchmark it gained on five targets and lost
-    /// on xz (docs/benchmark.md).
+    /// table readers need. Off by default, as chosen by the ablation bench (docs/benchmark.md).
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub regular_runs: u8,
 
