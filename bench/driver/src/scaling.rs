@@ -282,7 +282,9 @@ pub(crate) fn soak(work: &Path) -> String {
         {
             break;
         }
-        if started.elapsed().as_secs() < next {
+        // From `--max-time` on the runs are shutting down, and a sample would read the
+        // processes that have already left as memory given back.
+        if started.elapsed().as_secs() < next || next >= secs {
             continue;
         }
         next += every;
