@@ -98,6 +98,8 @@ fn run_pinned(
         .args(flags)
         .arg("-o")
         .arg(out)
+        // A target may write files where it runs (SQLite's ATTACH makes database files).
+        .current_dir(crate::util::fresh_dir(&out.with_extension("scratch")))
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .status()

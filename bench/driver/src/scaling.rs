@@ -150,6 +150,8 @@ impl SoakRun {
         let child = command
             .arg("-o")
             .arg(&out)
+            // SQLite's ATTACH makes database files where it runs.
+            .current_dir(fresh_dir(&out.with_extension("scratch")))
             .stderr(Stdio::null())
             .stdout(Stdio::null())
             .process_group(0)
