@@ -75,6 +75,7 @@ pub fn start_watch(limit_mb: usize) {
     let spawned = std::thread::Builder::new()
         .name("labelfuzz-rss".into())
         .spawn(move || {
+            crate::signals::keep_timeouts_off_this_thread();
             // Saving the reproducer can take longer than a poll on a loaded machine, with the
             // memory still held: one interrupt per execution, never a second into the handler.
             let mut interrupted = None;

@@ -139,11 +139,58 @@ fn arm_retry(micros: u64) {
     unsafe { libc::setitimer(libc::ITIMER_REAL, &raw const timer, std::ptr::null_mut()) };
 }
 
+/// Sends a timer's `signal` on to the fuzzing thread when it landed on another one; returns
+/// whether it did. Both timers signal the process, not a thread: while the fuzzing thread has
+/// a signal pending, the kernel hands the next one to any other thread (one the target
+/// started). There the fuzzing thread's scheduler statistics miss the wait it is in the middle
+/// of, so a starved execution looked like a hang, and LibAFL would save a timeout beside a
+/// target that is still running. A signal sent to a thread (`raise`, `tgkill`) stays there.
+fn forwarded_to_fuzzing_thread(signal: libc::c_int, code: libc::c_int) -> bool {
+    if code != libc::SI_TIMER && code != libc::SI_KERNEL {
+        return false;
+    }
+    let fuzzing = super::starved::fuzzing_thread();
+    // SAFETY: gettid has no preconditions.
+    if fuzzing == 0 || unsafe { libc::gettid() } == fuzzing {
+        return false;
+    }
+    // SAFETY: tgkill with this process's id; a thread id that is not ours (a child the target
+    // forked keeps the parent's) fails with ESRCH and the signal is handled here.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), fuzzing, signal) == 0 }
+}
+
+/// Keeps the timeout signals off the calling thread (a helper thread of the fuzzer), so that
+/// the kernel never hands it one meant for the fuzzing thread.
+pub fn keep_timeouts_off_this_thread() {
+    // SAFETY: the set is built here; pthread_sigmask changes only the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGALRM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+    }
+}
+
 extern "C" fn guard_alarm(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
-    let execution = super::target_entries();
-    // LibAFL's timer is a POSIX timer (SI_TIMER); the retry timer is the interval timer.
     // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
-    let retry = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+    let code = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_code }
+    };
+    if forwarded_to_fuzzing_thread(signal, code) {
+        return;
+    }
+    let execution = super::target_entries();
+    // LibAFL's timer is a POSIX timer (SI_TIMER); the retry timer is the interval timer. One
+    // forwarded from another thread (SI_TKILL) no longer says which it was, and two forwarded
+    // while the first is pending merge into one: it is taken as the retry when one is armed
+    // for this execution (deciding a little early), else as LibAFL's timer.
+    let retry = match code {
+        libc::SI_KERNEL => true,
+        libc::SI_TKILL => execution != 0 && DEFERRED_FOR.load(Ordering::Relaxed) == execution,
+        _ => false,
+    };
     if retry {
         if DEFERRED_FOR.swap(0, Ordering::Relaxed) != execution || !super::target_running() {
             return; // armed for an execution that has ended since: nothing to time out

@@ -25,7 +25,9 @@ use std::time::Duration;
 const MAX_STRETCH: u64 = 20;
 /// The watched window: this share of the timeout, within the bounds below.
 const WINDOW_SHARE: u64 = 8;
-const MIN_WINDOW_NS: u64 = 5_000_000;
+/// At least a few scheduler time slices (a tick is up to 10 ms): a window shorter than the slice
+/// the thread is in the middle of would find a starved thread running.
+const MIN_WINDOW_NS: u64 = 20_000_000;
 const MAX_WINDOW_NS: u64 = 250_000_000;
 
 /// The timeout, in nanoseconds (0: not set, nothing is stretched).
@@ -36,7 +38,8 @@ static COARSE_TICK_NS: AtomicU64 = AtomicU64::new(0);
 /// When the current execution entered the target (coarse monotonic clock, ns).
 static STARTED_NS: AtomicU64 = AtomicU64::new(0);
 /// The execution the watched window belongs to (`target_entries` then; 0 none), when the window
-/// began and the fuzzing thread's `run_delay` then.
+/// began (fine monotonic clock: a window is a few ticks of the coarse one) and the fuzzing
+/// thread's `run_delay` then.
 static WATCHED_EXECUTION: AtomicU64 = AtomicU64::new(0);
 static WINDOW_START_NS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_DELAY_NS: AtomicU64 = AtomicU64::new(0);
@@ -46,12 +49,17 @@ static FUZZING_THREAD: AtomicI32 = AtomicI32::new(0);
 /// The coarse monotonic clock: read once an execution, where the fine clock's cost shows on a
 /// target that runs in a microsecond; its tick (a few ms) is far below any timeout and window.
 fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+}
+
+/// `clock` now, in ns.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime with a valid out-parameter; async-signal-safe.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut now) };
+    unsafe { libc::clock_gettime(clock, &raw mut now) };
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
@@ -74,6 +82,11 @@ pub(super) fn set_up(timeout: Duration) {
         u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
         Ordering::Relaxed,
     );
+}
+
+/// The fuzzing thread's id (0: not set up yet).
+pub(super) fn fuzzing_thread() -> i32 {
+    FUZZING_THREAD.load(Ordering::Relaxed)
 }
 
 /// Notes that an execution enters the target now.
@@ -172,7 +185,9 @@ pub(super) fn verdict(execution: u64) -> Verdict {
         return Verdict::Deliver;
     };
     let watched = WATCHED_EXECUTION.swap(execution, Ordering::Relaxed) == execution;
-    let window_wall = now.saturating_sub(WINDOW_START_NS.swap(now, Ordering::Relaxed));
+    let window_now = clock_ns(libc::CLOCK_MONOTONIC);
+    let window_wall =
+        window_now.saturating_sub(WINDOW_START_NS.swap(window_now, Ordering::Relaxed));
     let window_waited = delay.saturating_sub(WINDOW_DELAY_NS.swap(delay, Ordering::Relaxed));
     if !watched || starved(window_wall, window_waited) {
         return Verdict::WatchFor(window);
@@ -227,7 +242,7 @@ mod tests {
         let before = run_delay_ns(this_thread).expect("this thread's run_delay");
         // Over its time: the first look opens a window rather than timing it out.
         assert_eq!(verdict(7), Verdict::WatchFor(MIN_WINDOW_NS));
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_nanos(MIN_WINDOW_NS));
         // It slept through the window (it did not wait for a CPU): timed out.
         assert_eq!(verdict(7), Verdict::Deliver);
         assert!(run_delay_ns(this_thread).is_some_and(|after| after >= before));
