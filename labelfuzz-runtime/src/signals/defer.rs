@@ -161,7 +161,7 @@ fn forwarded_to_fuzzing_thread(signal: libc::c_int, code: libc::c_int) -> bool {
 
 /// Keeps the timeout signals off the calling thread (a helper thread of the fuzzer), so that
 /// the kernel never hands it one meant for the fuzzing thread.
-pub fn keep_timeouts_off_this_thread() {
+pub(crate) fn keep_timeouts_off_this_thread() {
     // SAFETY: the set is built here; pthread_sigmask changes only the calling thread's mask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

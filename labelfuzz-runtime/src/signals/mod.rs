@@ -18,7 +18,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-pub use defer::{install_alarm_guard, keep_timeouts_off_this_thread};
+pub use defer::install_alarm_guard;
+pub(crate) use defer::keep_timeouts_off_this_thread;
 use names::is_fuzz_target_body;
 pub use names::{in_standard_library, is_fuzzer_function, is_standard_library_function};
 pub use sanitizer::{record_sanitizer_report, SanitizerReport};
