@@ -11,8 +11,9 @@
 //! over its time, the guard first watches a short window: if the fuzzing thread spent most of
 //! it waiting for a CPU, the machine is the cause, and the execution gets another window; a
 //! target that runs or sleeps (a loop, a deadlock) through the window is timed out as before.
-//! A stretch is capped at [`MAX_STRETCH`] timeouts, so a hang under a machine that never lets
-//! go is still reported.
+//! So is one that got a timeout's worth of its own time (running or sleeping) in its windows: a
+//! loop on a crowded core. A stretch is capped at [`MAX_STRETCH`] timeouts, so a hang under a
+//! machine that never lets go is still reported.
 //!
 //! The same holds while a sanitizer prints the report of a bug it found (it symbolizes the
 //! stack first, seconds on a large binary or a loaded machine): the execution is that bug, and
@@ -43,6 +44,9 @@ static STARTED_NS: AtomicU64 = AtomicU64::new(0);
 static WATCHED_EXECUTION: AtomicU64 = AtomicU64::new(0);
 static WINDOW_START_NS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_DELAY_NS: AtomicU64 = AtomicU64::new(0);
+/// The time the watched execution spent not waiting for a CPU (running or sleeping) in its
+/// windows so far: once that reaches the timeout, it has had its time whatever the machine did.
+static WATCHED_PROGRESS_NS: AtomicU64 = AtomicU64::new(0);
 /// The fuzzing thread, whose scheduler statistics are read (0: not set up).
 static FUZZING_THREAD: AtomicI32 = AtomicI32::new(0);
 
@@ -189,10 +193,35 @@ pub(super) fn verdict(execution: u64) -> Verdict {
     let window_wall =
         window_now.saturating_sub(WINDOW_START_NS.swap(window_now, Ordering::Relaxed));
     let window_waited = delay.saturating_sub(WINDOW_DELAY_NS.swap(delay, Ordering::Relaxed));
-    if !watched || starved(window_wall, window_waited) {
+    if !watched {
+        WATCHED_PROGRESS_NS.store(0, Ordering::Relaxed);
         return Verdict::WatchFor(window);
     }
-    Verdict::Deliver
+    let before = WATCHED_PROGRESS_NS.load(Ordering::Relaxed);
+    match progress_after_window(window_wall, window_waited, before, timeout) {
+        Some(progress) => {
+            WATCHED_PROGRESS_NS.store(progress, Ordering::Relaxed);
+            Verdict::WatchFor(window)
+        }
+        None => Verdict::Deliver,
+    }
+}
+
+/// After a watched window of `wall` ns in which the thread waited `waited` ns for a CPU, with
+/// `before` ns of its own time (running or sleeping) in the execution's earlier windows: that
+/// time so far when the execution gets another window, `None` when it is over its time.
+///
+/// A window it did not mostly wait through ends it. A hang on a crowded core is starved in
+/// every window too, so it is also ended once the windows have given it a timeout's worth of
+/// its own time, more than any input that fits in the timeout on an idle machine needs: were
+/// it only ended at the stretch's cap, each hang would cost twenty timeouts, and the time for
+/// shrinking slow crashes would run out on one.
+fn progress_after_window(wall: u64, waited: u64, before: u64, timeout: u64) -> Option<u64> {
+    if !starved(wall, waited) {
+        return None;
+    }
+    let progress = before.saturating_add(wall.saturating_sub(waited));
+    (progress < timeout).then_some(progress)
 }
 
 /// Whether a window of `wall` ns in which the thread waited `waited` ns for a CPU was mostly
@@ -215,6 +244,24 @@ mod tests {
         assert!(
             !starved(100, 0),
             "a sleeping or running target is timed out"
+        );
+    }
+
+    #[test]
+    fn a_starved_execution_is_timed_out_once_its_own_time_reaches_the_timeout() {
+        // A third of a core: each 30 ms window gives it 10 ms of its own.
+        let mut progress = 0;
+        for window in 1..=3 {
+            progress = progress_after_window(30, 20, progress, 35).unwrap_or_else(|| {
+                panic!("window {window}: 10 ms a window is still short of 35 ms")
+            });
+        }
+        assert_eq!(progress, 30);
+        assert_eq!(progress_after_window(30, 20, progress, 35), None);
+        assert_eq!(
+            progress_after_window(30, 10, 0, 35),
+            None,
+            "a window it mostly ran through is its own doing"
         );
     }
 
