@@ -34,6 +34,17 @@ impl Measured {
     fn last(&self) -> Option<&Point> {
         self.points.last()
     }
+
+    /// The minute by whose end the run had its final coverage (by `target`'s yardstick): all
+    /// three fuzzers flat from their first minutes at one count is a ceiling of the harness, not
+    /// a race one of them is losing.
+    fn minute_of_last_gain(&self, target: &Target) -> Option<u64> {
+        let last = yardstick(target, &self.last()?.coverage);
+        self.points
+            .iter()
+            .find(|p| yardstick(target, &p.coverage) >= last)
+            .map(|p| p.minute)
+    }
 }
 
 /// What a target's table counts: branches, or lines where the build has no branch coverage
@@ -217,9 +228,9 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
     }
     let _ = writeln!(
         t,
-        "\n| target | fuzzer | branches | lines | corpus entries | corpus bytes | exec/s | crashes |"
+        "\n| target | fuzzer | branches | lines | last gain (minute) | corpus entries | corpus bytes | exec/s | crashes |"
     );
-    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for target in targets {
         for fuzzer in Fuzzer::ALL {
             let runs = runs(all, target, fuzzer);
@@ -232,7 +243,7 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
             };
             let _ = writeln!(
                 t,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 target.name,
                 fuzzer.name(),
                 if target.kind == Kind::Rust {
@@ -241,6 +252,7 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
                     value(&|_, p| p.coverage.branches as f64)
                 },
                 value(&|_, p| p.coverage.lines as f64),
+                value(&|m, _| m.minute_of_last_gain(target).unwrap_or(0) as f64),
                 value(&|_, p| p.entries as f64),
                 value(&|_, p| p.bytes as f64),
                 value(&|m, _| m.executions as f64 / m.wall_secs.max(1e-3)),
@@ -250,7 +262,10 @@ pub fn tables(targets: &[&'static Target], all: &[Measured], secs: u64, seeds: u
     }
     let _ = writeln!(
         t,
-        "\nCrashes are what each fuzzer keeps: labelfuzz's distinct crash labels, libFuzzer's \
+        "\nLast gain is the minute by whose end a run had its final coverage (by the target's \
+         yardstick; measured once a minute, or every few minutes in long runs): fuzzers that all \
+         stop gaining early at about one count have reached what the harness lets them cover. \
+         Crashes are what each fuzzer keeps: labelfuzz's distinct crash labels, libFuzzer's \
          crash files (it is restarted after each), AFL++'s saved crashes (its own dedup)."
     );
     t
@@ -382,6 +397,36 @@ pub(crate) mod tests {
         assert!(text.contains("| zlib | branches | 10 [1/3] |"), "{text}");
         let svg = crate::plot::plot(&TARGETS[0], &all, 60);
         assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+    }
+
+    #[test]
+    fn the_last_gain_is_the_first_minute_at_the_final_count() {
+        let mut flat = run(Fuzzer::Libfuzzer, 1, 40, 1);
+        let mut rising = run(Fuzzer::Labelfuzz, 1, 40, 1);
+        for (minute, flat_count, rising_count) in [(2, 40, 45), (3, 40, 50), (4, 40, 50)] {
+            let point = |branches| Point {
+                minute,
+                coverage: Coverage {
+                    branches,
+                    ..Coverage::default()
+                },
+                entries: 1,
+                bytes: 1,
+            };
+            flat.points.push(point(flat_count));
+            rising.points.push(point(rising_count));
+        }
+        assert_eq!(flat.minute_of_last_gain(&TARGETS[0]), Some(1));
+        assert_eq!(rising.minute_of_last_gain(&TARGETS[0]), Some(3));
+        let text = tables(&[&TARGETS[0]], &[rising, flat], 240, 1);
+        assert!(
+            text.contains("| zlib | labelfuzz | 50 | 0 | 3 | 1 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| zlib | libFuzzer | 40 | 0 | 1 | 1 |"),
+            "{text}"
+        );
     }
 
     #[test]
