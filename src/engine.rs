@@ -14,9 +14,7 @@ use libafl::executors::hooks::inprocess::HasTimeout;
 use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
-use libafl::mutators::{
-    havoc_mutations, tokens_mutations, HavocScheduledMutator, I2SRandReplace, Tokens,
-};
+use libafl::mutators::{havoc_mutations, tokens_mutations, HavocScheduledMutator, Tokens};
 use libafl::stages::Stage;
 use libafl::state::{HasCurrentStageId, HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
@@ -35,7 +33,8 @@ use crate::scheduler::LabelScheduler;
 use crate::seen::{filter_for_fuzzing_process, KilledInputs};
 use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
-    CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, PatternStage, ReportStage,
+    CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, InputToStateReplace, PatternStage,
+    ReportStage,
 };
 use crate::start::StartInputs;
 use crate::table::CorpusTable;
@@ -187,7 +186,7 @@ fn fuzz_until_done<EM: ClientManager>(
     let cmplog = CmpLogStage::new(
         HavocStage::new(
             considerer_for(config, &crash_handle),
-            I2SRandReplace::new(),
+            InputToStateReplace::new(),
             config.cmplog,
             config.max_len,
         )

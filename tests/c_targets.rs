@@ -757,6 +757,30 @@ fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
 }
 
 #[test]
+fn a_size_field_stored_as_a_variable_length_integer_is_found_by_encoding_the_compared_value() {
+    let dir = scratch("c-varint-length");
+    let fuzzer = build_planted(&dir, "varint_length.c", &[]);
+    let out = dir.join("out");
+    fuzz_until_crashes(&fuzzer, &out, "200000", "3", &["--stop-on-crash"]);
+    let crashes = crashes_by_input(&out);
+    // 0x1a2b3c4 in LEB128: seven bits a byte, lowest first.
+    let field = [0xc4, 0xe7, 0x8a, 0x0d];
+    assert!(
+        crashes.keys().any(|input| input.starts_with(&field)),
+        "{crashes:?}"
+    );
+    // The check can fail: without the transforms the same budget finds nothing.
+    let plain = dir.join("plain");
+    fuzz_finding_nothing(
+        &fuzzer,
+        &plain,
+        "200000",
+        "3",
+        &["--cmplog-transforms", "0"],
+    );
+}
+
+#[test]
 fn content_behind_a_checksum_is_found_by_repairing_each_mutants_checksum() {
     let dir = scratch("c-checksum-gate");
     let fuzzer = build_planted(&dir, "checksum_gate.c", &[]);

@@ -62,9 +62,10 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub cmplog: usize,
 
-    /// Input-to-state through arithmetic (1: on, 0: off): a comparison neither of whose values
-    /// is in the input is also tried as a scaled or offset input value (`v·m ± k`, m up to 8,
-    /// k up to 8), as a format's length field stored in 4-byte units or minus one.
+    /// Input-to-state through arithmetic and encodings (1: on, 0: off): a comparison neither of
+    /// whose values is in the input is also tried as a scaled or offset input value (`v·m ± k`,
+    /// m up to 8, k up to 8), as a format's length field stored in 4-byte units or minus one,
+    /// and as a variable-length integer (LEB128 or VLQ: xz's sizes, protobuf, WebAssembly).
     #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub cmplog_transforms: u8,
 

@@ -11,7 +11,8 @@ use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
 use libafl_bolts::tuples::Handle;
 
 use super::colorize::Colorizer;
-use super::operands::{distinct_operands, Traced, TracedCache, MAX_TRACED_OPERANDS};
+use super::operands::{distinct_operands, KeptOperands, Traced, TracedCache, MAX_TRACED_OPERANDS};
+use super::varint::EncodedOperandsMetadata;
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};
 use crate::feedback::EdgesObserver;
@@ -21,7 +22,7 @@ use crate::learned_tokens::LearnedTokens;
 /// Input-to-state replacement (LibAFL's CmpLog): runs the scheduled input once with comparison
 /// logging on (colorized first, [`super::colorize`], unless that is off), then tries mutants
 /// that write the logged operands of its comparisons into the input
-/// ([`libafl::mutators::I2SRandReplace`]), stopping at the first improvement. This is how
+/// ([`super::InputToStateReplace`]), stopping at the first improvement. This is how
 /// magic numbers, multi-byte keywords and the wide compares LLVM merges byte checks into are
 /// passed: expansions add one byte at a time and see no edge until the whole value matches.
 pub struct CmpLogStage<M> {
@@ -149,10 +150,13 @@ where
                 }
             }
         };
-        let traced = if traced.operands.is_empty() {
+        let traced = if traced.operands.plain.is_empty() && traced.operands.encoded.is_empty() {
             traced
         } else {
-            state.metadata_or_insert_with(CmpValuesMetadata::new).list = traced.operands;
+            state.metadata_or_insert_with(CmpValuesMetadata::new).list = traced.operands.plain;
+            state
+                .metadata_or_insert_with(EncodedOperandsMetadata::default)
+                .list = traced.operands.encoded;
             if traced.base.is_empty() {
                 self.mutants.perform(fuzzer, executor, state, manager)?;
             } else {
@@ -161,7 +165,12 @@ where
             }
             Traced {
                 base: traced.base,
-                operands: std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list),
+                operands: KeptOperands {
+                    plain: std::mem::take(&mut state.metadata_mut::<CmpValuesMetadata>()?.list),
+                    encoded: std::mem::take(
+                        &mut state.metadata_mut::<EncodedOperandsMetadata>()?.list,
+                    ),
+                },
             }
         };
         self.cache.put(id, traced);
@@ -178,7 +187,7 @@ impl<M> CmpLogStage<M> {
         executor: &mut E,
         state: &mut S,
         manager: &mut EM,
-    ) -> Result<Vec<libafl::observers::CmpValues>, Error>
+    ) -> Result<KeptOperands, Error>
     where
         E: ObservedExecutor,
         S: FuzzState,
@@ -202,7 +211,7 @@ impl<M> CmpLogStage<M> {
                 self.transforms,
             )
         } else {
-            Vec::new()
+            KeptOperands::default()
         };
         self.traces_since_release += 1;
         if self.traces_since_release >= TRACES_BETWEEN_RELEASES {

@@ -12,6 +12,7 @@ mod havoc;
 mod operands;
 mod pattern;
 mod report;
+mod varint;
 
 use libafl::inputs::BytesInput;
 use libafl::stages::Restartable;
@@ -26,6 +27,7 @@ pub use havoc::HavocStage;
 pub use operands::{distinct_operands, MAX_TRACED_OPERANDS, TRACED_BYTES};
 pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
+pub use varint::InputToStateReplace;
 
 /// Marks a testcase whose 256 single-byte expansions have all run.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]

@@ -3,6 +3,8 @@
 
 use libafl::corpus::CorpusId;
 
+use super::varint::{encoded_operands, EncodedOperand};
+
 /// The most comparison operands kept per corpus entry. A parser such as SQLite's logs tens of
 /// thousands of comparisons per run, mostly the same ones again; kept whole they cost over a
 /// megabyte per entry, gigabytes for a corpus.
@@ -19,31 +21,44 @@ pub const MAX_TRACED_OPERANDS: usize = 256;
 ///
 /// With `transforms`, a comparison neither of whose sides occurs in the input is tried once
 /// more as a transform of an input value ([`Occurrences::untransformed`]); up to
-/// [`MAX_TRANSFORMED_OPERANDS`] of those come after the others.
+/// [`MAX_TRANSFORMED_OPERANDS`] of those come after the others. Such comparisons are also looked
+/// for variable-length encoded ([`super::varint::encoded_operands`]).
 #[must_use]
 pub fn distinct_operands(
     logged: Vec<libafl::observers::CmpValues>,
     input: &[u8],
     cap: usize,
     transforms: bool,
-) -> Vec<libafl::observers::CmpValues> {
+) -> KeptOperands {
     let occurrences = Occurrences::of(input);
     let (kept, unfound): (Vec<_>, Vec<_>) =
         distinct(logged.into_iter().flat_map(narrower_shapes).collect())
             .into_iter()
             .partition(|value| occurrences.can_replace(value));
-    let mut kept = spread_evenly(kept, cap);
+    let mut plain = spread_evenly(kept, cap);
+    let mut encoded = Vec::new();
     if transforms {
         let untransformed = unfound
             .iter()
             .filter_map(|value| occurrences.untransformed(value));
-        kept.extend(
+        plain.extend(
             distinct(untransformed.collect())
                 .into_iter()
                 .take(MAX_TRANSFORMED_OPERANDS),
         );
+        encoded = encoded_operands(&unfound, |pattern| occurrences.holds_bytes(pattern));
     }
-    kept
+    KeptOperands { plain, encoded }
+}
+
+/// The comparison operands input-to-state replacement can use on one input.
+#[derive(Debug, Default)]
+pub struct KeptOperands {
+    /// Operands the input holds as plain bytes (or as an arithmetic transform's), for LibAFL's
+    /// replacement.
+    pub plain: Vec<libafl::observers::CmpValues>,
+    /// Operands the input holds variable-length encoded.
+    pub encoded: Vec<EncodedOperand>,
 }
 
 /// The most comparisons kept per corpus entry that were found in the input only through an
@@ -115,6 +130,15 @@ impl<'a> Occurrences<'a> {
         let key = usize::from(pattern[0]) << 8 | usize::from(pattern[1]);
         self.pairs[key / 64] & (1 << (key % 64)) != 0
             && self.input.windows(pattern.len()).any(|w| w == pattern)
+    }
+
+    /// Whether `pattern` (one byte or more) occurs in the input.
+    fn holds_bytes(&self, pattern: &[u8]) -> bool {
+        match pattern {
+            [] => false,
+            [byte] => self.bytes[usize::from(*byte)],
+            _ => self.holds(pattern),
+        }
     }
 
     /// Whether `a` or `b`, integers `width` bytes wide, occurs in the input in either byte order.
@@ -250,13 +274,22 @@ pub(crate) struct Traced {
     /// The colorized copy that was traced (empty: the entry itself).
     pub(crate) base: Vec<u8>,
     /// Its operands, as [`distinct_operands`] keeps them.
-    pub(crate) operands: Vec<libafl::observers::CmpValues>,
+    pub(crate) operands: KeptOperands,
 }
 
 impl Traced {
     /// What it takes in the cache.
     fn bytes(&self) -> usize {
-        std::mem::size_of_val(&self.operands[..])
+        let encoded: usize = self
+            .operands
+            .encoded
+            .iter()
+            .map(|operand| {
+                std::mem::size_of::<EncodedOperand>() + operand.seen.len() + operand.wanted.len()
+            })
+            .sum();
+        std::mem::size_of_val(&self.operands.plain[..])
+            + encoded
             + self.base.len()
             + std::mem::size_of::<(CorpusId, Traced)>()
     }
@@ -282,7 +315,8 @@ impl TracedCache {
 
     /// Keeps `traced` as `id`'s, dropping the oldest entries beyond [`TRACED_BYTES`].
     pub(crate) fn put(&mut self, id: CorpusId, mut traced: Traced) {
-        traced.operands.shrink_to_fit();
+        traced.operands.plain.shrink_to_fit();
+        traced.operands.encoded.shrink_to_fit();
         traced.base.shrink_to_fit();
         self.bytes += traced.bytes();
         self.entries.push_back((id, traced));
@@ -317,7 +351,7 @@ mod tests {
             CmpValues::Bytes((bytes(b"same"), bytes(b"same"))),
         ];
         let input = [1, 7, 0, 0, 0, 0, 0, 0, 0, 2];
-        let kept = distinct_operands(logged.clone(), &input, 10, true);
+        let kept = distinct_operands(logged.clone(), &input, 10, true).plain;
         assert_eq!(
             kept,
             vec![
@@ -328,14 +362,14 @@ mod tests {
             ],
             "the same comparison once (the U64's 32-bit shape is the U32); equal sides never"
         );
-        assert_eq!(distinct_operands(logged, &input, 2, true).len(), 2);
+        assert_eq!(distinct_operands(logged, &input, 2, true).plain.len(), 2);
         let many: Vec<CmpValues> = (0..10_000u32)
             .map(|i| CmpValues::U32((i << 16, (i + 1) << 16, false)))
             .collect();
         let every_value: Vec<u8> = (0..10_000u32)
             .flat_map(|i| (i << 16).to_le_bytes())
             .collect();
-        let kept = distinct_operands(many, &every_value, MAX_TRACED_OPERANDS, true);
+        let kept = distinct_operands(many, &every_value, MAX_TRACED_OPERANDS, true).plain;
         assert_eq!(kept.len(), MAX_TRACED_OPERANDS);
         // Spread over the whole run, not only its first comparisons.
         assert!(matches!(kept.last(), Some(CmpValues::U32((a, _, _))) if *a > 9_000 << 16));
@@ -349,7 +383,7 @@ mod tests {
             .collect();
         logged.push(CmpValues::U8((b'A', b'E', false)));
         logged.push(CmpValues::U16((0x4e45, 0x1234, true)));
-        let kept = distinct_operands(logged, b"ADD EN", 4, false);
+        let kept = distinct_operands(logged, b"ADD EN", 4, false).plain;
         assert_eq!(
             kept,
             vec![
@@ -363,7 +397,8 @@ mod tests {
             &[1, 2, 3, 4],
             4,
             false,
-        );
+        )
+        .plain;
         assert_eq!(big_endian.len(), 1, "either byte order counts");
     }
 
@@ -375,11 +410,11 @@ mod tests {
         let logged = vec![CmpValues::U64((8, (backward_size + 1) * 4, false))];
         let footer = [0xfd, 0x37, 0x5a, 0x5a, 0x5a, 0x5a, 0x00, 0x04, b'Y', b'Z'];
         assert_eq!(
-            distinct_operands(logged.clone(), &footer, 4, false),
+            distinct_operands(logged.clone(), &footer, 4, false).plain,
             [],
             "neither side is in the input"
         );
-        let kept = distinct_operands(logged, &footer, 4, true);
+        let kept = distinct_operands(logged, &footer, 4, true).plain;
         assert_eq!(kept, [CmpValues::U32((1, 0x5a5a_5a5a, true))]);
         let mut state = libafl::state::NopState::<BytesInput>::new();
         state
@@ -466,7 +501,10 @@ mod tests {
         let mut cache = TracedCache::default();
         let list = || Traced {
             base: vec![0; 64],
-            operands: vec![CmpValues::U8((1, 2, false)); MAX_TRACED_OPERANDS],
+            operands: KeptOperands {
+                plain: vec![CmpValues::U8((1, 2, false)); MAX_TRACED_OPERANDS],
+                encoded: Vec::new(),
+            },
         };
         let fit = TRACED_BYTES / list().bytes();
         for i in 0..3 * fit {
