@@ -733,67 +733,54 @@ fn a_counter_compared_to_a_constant_is_found_with_default_flags() {
     );
 }
 
-#[test]
-fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
-    let dir = scratch("c-scaled-length");
-    let fuzzer = build_planted(&dir, "scaled_length.c", &[]);
+/// Fuzzes the planted `file` for up to `runs` executions and checks that a crash's reproducer
+/// starts with `prefix`; then checks that with the flags `lever_off` the same budget finds
+/// nothing, so that the lever the test is about is what found it.
+fn found_only_with_lever(name: &str, file: &str, runs: &str, prefix: &[u8], lever_off: &[&str]) {
+    let dir = scratch(name);
+    let fuzzer = build_planted(&dir, file, &[]);
     let out = dir.join("out");
-    fuzz_until_crashes(&fuzzer, &out, "200000", "3", &["--stop-on-crash"]);
+    fuzz_until_crashes(&fuzzer, &out, runs, "3", &["--stop-on-crash"]);
     let crashes = crashes_by_input(&out);
-    let field = 0x068a_cf0f_u32.to_le_bytes();
     assert!(
-        crashes.keys().any(|input| input.starts_with(&field)),
+        crashes.keys().any(|input| input.starts_with(prefix)),
         "{crashes:?}"
     );
-    // The check can fail: without the transforms the same budget finds nothing.
-    let plain = dir.join("plain");
-    fuzz_finding_nothing(
-        &fuzzer,
-        &plain,
+    fuzz_finding_nothing(&fuzzer, &dir.join("plain"), runs, "3", lever_off);
+}
+
+#[test]
+fn a_length_field_compared_after_scaling_is_found_by_undoing_the_scale() {
+    found_only_with_lever(
+        "c-scaled-length",
+        "scaled_length.c",
         "200000",
-        "3",
+        &0x068a_cf0f_u32.to_le_bytes(),
         &["--cmplog-transforms", "0"],
     );
 }
 
 #[test]
 fn a_size_field_stored_as_a_variable_length_integer_is_found_by_encoding_the_compared_value() {
-    let dir = scratch("c-varint-length");
-    let fuzzer = build_planted(&dir, "varint_length.c", &[]);
-    let out = dir.join("out");
-    fuzz_until_crashes(&fuzzer, &out, "200000", "3", &["--stop-on-crash"]);
-    let crashes = crashes_by_input(&out);
     // 0x1a2b3c4 in LEB128: seven bits a byte, lowest first.
-    let field = [0xc4, 0xe7, 0x8a, 0x0d];
-    assert!(
-        crashes.keys().any(|input| input.starts_with(&field)),
-        "{crashes:?}"
-    );
-    // The check can fail: without the transforms the same budget finds nothing.
-    let plain = dir.join("plain");
-    fuzz_finding_nothing(
-        &fuzzer,
-        &plain,
+    found_only_with_lever(
+        "c-varint-length",
+        "varint_length.c",
         "200000",
-        "3",
+        &[0xc4, 0xe7, 0x8a, 0x0d],
         &["--cmplog-transforms", "0"],
     );
 }
 
 #[test]
 fn content_behind_a_checksum_is_found_by_repairing_each_mutants_checksum() {
-    let dir = scratch("c-checksum-gate");
-    let fuzzer = build_planted(&dir, "checksum_gate.c", &[]);
-    let out = dir.join("out");
-    fuzz_until_crashes(&fuzzer, &out, "300000", "3", &["--stop-on-crash"]);
-    let crashes = crashes_by_input(&out);
-    assert!(
-        crashes.keys().any(|input| input.starts_with(b"GATE")),
-        "{crashes:?}"
+    found_only_with_lever(
+        "c-checksum-gate",
+        "checksum_gate.c",
+        "300000",
+        b"GATE",
+        &["--cmplog-repair", "0"],
     );
-    // The check can fail: without the repair the same budget finds nothing.
-    let plain = dir.join("plain");
-    fuzz_finding_nothing(&fuzzer, &plain, "300000", "3", &["--cmplog-repair", "0"]);
 }
 
 /// zlib's Adler-32 of `data`, big-endian, as `checksum_gate.c` reads it.
