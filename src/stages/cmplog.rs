@@ -11,7 +11,8 @@ use libafl::{Error, Evaluator, ExecutesInput, HasMetadata};
 use libafl_bolts::tuples::Handle;
 
 use super::colorize::Colorizer;
-use super::operands::{distinct_operands, KeptOperands, Traced, TracedCache, MAX_TRACED_OPERANDS};
+use super::operands::{distinct_operands, KeptOperands, MAX_TRACED_OPERANDS};
+use super::traced::{Traced, TracedCache};
 use super::varint::EncodedOperandsMetadata;
 use super::{load_current_into, HavocStage};
 use crate::consider::{FuzzState, ObservedExecutor};

@@ -12,6 +12,7 @@ mod havoc;
 mod operands;
 mod pattern;
 mod report;
+mod traced;
 mod varint;
 
 use libafl::inputs::BytesInput;
@@ -24,9 +25,10 @@ pub use colorize::{Colorizer, MAX_COLORIZE_EXECUTIONS};
 pub use crash_shrink::CrashShrinkStage;
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;
-pub use operands::{distinct_operands, MAX_TRACED_OPERANDS, TRACED_BYTES};
+pub use operands::{distinct_operands, KeptOperands, MAX_TRACED_OPERANDS};
 pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
+pub use traced::TRACED_BYTES;
 pub use varint::InputToStateReplace;
 
 /// Marks a testcase whose 256 single-byte expansions have all run.
