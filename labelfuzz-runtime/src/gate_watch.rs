@@ -76,6 +76,9 @@ mod tests {
     fn compare(a: u64) {
         // SAFETY: labelfuzz's own callback, with plain integers.
         unsafe { __sanitizer_cov_trace_cmp8(a, 7) };
+        // Work after the call keeps it from becoming a tail call (an optimised build's jump
+        // would give the callback the caller's return address, a site per caller's call).
+        std::hint::black_box(a);
     }
 
     #[test]

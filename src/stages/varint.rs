@@ -88,6 +88,10 @@ pub fn encoded_operands(
         };
         'encodings: for encoding in ENCODINGS {
             for (seen, wanted) in [(a, b), (b, a)] {
+                // One byte reads the same in both encodings, and LEB128 was looked for first.
+                if encoding == Varint::Vlq && seen < 0x80 {
+                    continue;
+                }
                 let operand = EncodedOperand {
                     seen: encoding.encode(seen),
                     wanted: encoding.encode(wanted),
@@ -148,15 +152,14 @@ impl<S: HasMetadata + HasRand + HasMaxSize> Mutator<BytesInput, S> for InputToSt
         if pick < plain {
             return self.plain.mutate(state, input);
         }
+        // Drawn before the operand is borrowed from the state, so that it need not be cloned.
+        let start = state.rand_mut().below_or_zero(input.as_ref().len());
         let operand = state
             .metadata_map()
             .get::<EncodedOperandsMetadata>()
             .and_then(|m| m.list.get(pick - plain))
-            .cloned()
             .ok_or_else(|| Error::empty("no encoded operand"))?;
-        let bytes: &mut Vec<u8> = input.as_mut();
-        let start = state.rand_mut().below_or_zero(bytes.len());
-        Ok(if replace_from(bytes, &operand, start) {
+        Ok(if replace_from(input.as_mut(), operand, start) {
             MutationResult::Mutated
         } else {
             MutationResult::Skipped
