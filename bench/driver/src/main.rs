@@ -33,7 +33,8 @@
 //! - `BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
 //!   havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,split-conditions` runs labelfuzz with each named lever flipped from its default beside
 //!   labelfuzz as it ships, instead of the three fuzzers, and writes the ablation table
-//!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation:begin -->` and its end).
+//!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation-<levers>:begin -->` and its
+//!   end, the levers joined by `+`).
 
 mod ablation;
 mod extras;
