@@ -52,9 +52,9 @@ pub struct Config {
     pub close_fd_mask: u8,
     /// libFuzzer's `-use_value_profile=1`: comparison sites are labels too.
     pub value_profile: bool,
-    /// Comparison progress labels (equal outcomes and closest operands per site;
-    /// `--cmp-progress 1`).
-    pub cmp_progress: bool,
+    /// When comparison progress labels (equal outcomes and closest operands per site) are made
+    /// (`--cmp-progress`).
+    pub cmp_progress: CmpProgress,
     /// Expansions also append a run of one repeated byte and the input doubled
     /// (`--regular-runs 1`).
     pub regular_runs: bool,
@@ -342,6 +342,29 @@ mod tests {
         ] {
             let err = parse_remote_broker(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}
+
+/// When the run makes comparison progress labels (`--cmp-progress 0|1|2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpProgress {
+    /// Never (`0`).
+    Off,
+    /// From the first execution (`1`).
+    On,
+    /// Once the run's edges stall (`2`, the default; [`crate::stages::EdgeStall`]).
+    OnStall,
+}
+
+impl CmpProgress {
+    /// The mode a `--cmp-progress` value names (0, 1 or 2; the parser checks the range).
+    #[must_use]
+    pub fn from_flag(value: u8) -> Self {
+        match value {
+            0 => CmpProgress::Off,
+            1 => CmpProgress::On,
+            _ => CmpProgress::OnStall,
         }
     }
 }

@@ -21,7 +21,7 @@ use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{tuple_list, Handled, Merge};
 
-use crate::config::{Config, Mode};
+use crate::config::{CmpProgress, Config, Mode};
 use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer};
 use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
@@ -34,7 +34,7 @@ use crate::seen::{filter_for_fuzzing_process, KilledInputs};
 use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
     CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, InputToStateReplace, PatternStage,
-    ReportStage,
+    ReportStage, StallSwitchStage,
 };
 use crate::start::StartInputs;
 use crate::table::CorpusTable;
@@ -216,6 +216,7 @@ fn fuzz_until_done<EM: ClientManager>(
         expand,
         havoc,
         cmplog,
+        StallSwitchStage::new(config.cmp_progress == CmpProgress::OnStall),
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
     fuzz_to_a_limit(&mut stages, &config.limits, &mut run)?;
@@ -321,7 +322,7 @@ fn prepare_fuzzing_process(config: &Config) {
     if config.value_profile {
         crate::value_profile::enable();
     }
-    if config.cmp_progress {
+    if config.cmp_progress == CmpProgress::On {
         crate::cmp_progress::enable();
     }
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {

@@ -992,6 +992,45 @@ fn a_run_of_magic_words_is_found_with_comparison_progress() {
 }
 
 #[test]
+fn comparison_progress_starts_by_default_once_edges_stall() {
+    let dir = scratch("c-magic-stall");
+    let fuzzer = build_planted(&dir, "magic.c", &[]);
+    let magic = 0x5a7c_31e9_u32.to_ne_bytes();
+    let fuzz = |name: &str, flags: &[&str]| {
+        let out = dir.join(name);
+        let mut args = vec![
+            "-seed=3",
+            // CmpLog off: the operands are not copied into the input, only compared.
+            "--cmplog",
+            "0",
+            "--stop-on-crash",
+            "-max_total_time=300",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        let result = run(&fuzzer, &args);
+        (result, crashes_by_input(&out))
+    };
+    // Edges stop growing at once; the switch comes after the fewest quiet executions
+    // (500 000), and comparison progress then reaches the magic number as it does from the
+    // start (below, within 3 000 000).
+    let (stalled, crashes) = fuzz("default", &["-runs=4000000"]);
+    let stderr = String::from_utf8_lossy(&stalled.stderr);
+    assert_eq!(stalled.status.code(), Some(77), "{stderr}");
+    assert!(crashes.contains_key(magic.as_slice()), "{crashes:?}");
+    assert!(stderr.contains("comparison progress labels on"), "{stderr}");
+    // The check can fail: never switching, the same budget finds nothing.
+    let (never, _) = fuzz("never", &["-runs=4000000", "--cmp-progress", "0"]);
+    assert_eq!(
+        never.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&never.stderr)
+    );
+}
+
+#[test]
 fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
     let dir = scratch("c-magic");
     let fuzzer = build_planted(&dir, "magic.c", &[]);
@@ -1012,7 +1051,7 @@ fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
         let result = run(&fuzzer, &args);
         (result, crashes_by_input(&out))
     };
-    let (edges_alone, _) = fuzz("edges", &["-runs=1000000"]);
+    let (edges_alone, _) = fuzz("edges", &["-runs=1000000", "--cmp-progress", "0"]);
     assert_eq!(
         edges_alone.status.code(),
         Some(0),

@@ -13,10 +13,11 @@
 //! Unlike libFuzzer's value profile (`-use_value_profile=1`, kept as it was), clearing and reading
 //! cost what the target used (the sites an execution touched are listed as it runs), and a site
 //! stops producing distances once it is solved. The best-per-label table keeps one input per
-//! label, so the corpus grows by the steps taken, not by every input that made one. It is off by
-//! default because the ablation bench (docs/benchmark.md) chose so; what it costs is clearest on
-//! SQLite, whose parser runs thousands of comparisons with constants per input: the callbacks'
-//! work slows every execution, and hundreds of labels that never change dilute the schedule.
+//! label, so the corpus grows by the steps taken, not by every input that made one. By default
+//! it starts only once the run's edges stall (the engine's stall switch): what it costs is
+//! clearest on SQLite, whose parser runs thousands of comparisons with constants per input (the
+//! callbacks' work slows every execution, and hundreds of labels that never change dilute the
+//! schedule), while on libdeflate and xz, whose edges run dry in minutes, it finds more.
 
 use crate::labels::Label;
 
@@ -41,13 +42,15 @@ extern "C" {
 }
 
 fn enabled() -> bool {
-    // SAFETY: a byte set once, before the target first runs, on the fuzzing thread.
+    // SAFETY: a byte set on the fuzzing thread between executions, never while the target runs.
     unsafe { std::ptr::addr_of!(labelfuzz_progress_enabled).read() != 0 }
 }
 
-/// Makes comparison progress labels from now on (the engine calls it with `--cmp-progress 1`).
+/// Makes comparison progress labels from the next execution on (the engine calls it before
+/// the first with `--cmp-progress 1`, and once edges stall with `--cmp-progress 2`).
 pub fn enable() {
-    // SAFETY: a byte the comparison callbacks only read; set before the target runs.
+    // SAFETY: a byte the comparison callbacks only read; set between executions on the thread
+    // that runs the target.
     unsafe {
         *std::ptr::addr_of_mut!(labelfuzz_progress_enabled) = 1;
     }

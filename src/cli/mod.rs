@@ -131,7 +131,7 @@ impl Options {
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,
             value_profile: self.use_value_profile,
-            cmp_progress: self.cmp_progress == 1,
+            cmp_progress: crate::config::CmpProgress::from_flag(self.cmp_progress),
             regular_runs: self.regular_runs == 1,
             charge_exec_time: self.charge_exec_time == 1,
             progress: if self.libfuzzer_progress {

@@ -107,11 +107,12 @@ pub struct Options {
     #[arg(long)]
     pub use_value_profile: bool,
 
-    /// Comparison progress as labels (1: on, 0: off): per comparison site, how many times its
-    /// operands came out equal and how close they came, so a counter nearing its constant or a
-    /// check satisfied once more is kept like a new edge. Off by default, as chosen by the
-    /// ablation bench (docs/benchmark.md).
-    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    /// Comparison progress as labels (0: off, 1: on, 2: on once the run's edges stall): per
+    /// comparison site, how many times its operands came out equal and how close they came, so
+    /// a counter nearing its constant or a check satisfied once more is kept like a new edge.
+    /// 2 by default: it pays where edges have run dry and costs speed where they still come
+    /// (the ablation bench, docs/benchmark.md).
+    #[arg(long, value_name = "0|1|2", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub cmp_progress: u8,
 
     /// Regular runs among the expansions (1: on, 0: off): after the random run, a run of one

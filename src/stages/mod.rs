@@ -1,8 +1,9 @@
 //! The stages of the fuzzing loop, run in this order for each scheduled input: finish any crash
 //! shrink a restart interrupted ([`CrashShrinkStage`]), try the input's expansions
 //! ([`ExpandStage`]), havoc mutants ([`HavocStage`]) and input-to-state mutants
-//! ([`CmpLogStage`]), each through [`crate::consider`], then write the output directory and check
-//! the run's limits ([`ReportStage`]).
+//! ([`CmpLogStage`]), each through [`crate::consider`], turn comparison progress on once edges
+//! stall ([`StallSwitchStage`]), then write the output directory and check the run's limits
+//! ([`ReportStage`]).
 
 mod cmplog;
 mod colorize;
@@ -12,6 +13,7 @@ mod havoc;
 mod operands;
 mod pattern;
 mod report;
+mod stall;
 mod traced;
 mod varint;
 
@@ -28,6 +30,7 @@ pub use havoc::HavocStage;
 pub use operands::{distinct_operands, KeptOperands, MAX_TRACED_OPERANDS};
 pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
+pub use stall::{EdgeStall, StallSwitchStage, MIN_QUIET_EXECUTIONS};
 pub use traced::TRACED_BYTES;
 pub use varint::InputToStateReplace;
 
@@ -76,5 +79,6 @@ restart_from_scratch!(
     ExpandStage,
     HavocStage<M>,
     CmpLogStage<M>,
+    StallSwitchStage,
     ReportStage
 );

@@ -1,6 +1,6 @@
-//! Ablation (`BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
-//! havoc,
-//! regular-runs,rare-schedule,charge-exec-time,auto-dict,split-conditions`): labelfuzz with one lever flipped from its
+//! Ablation (`BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
+//! cmplog-colorize,cmplog-repair,havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,
+//! split-conditions`): labelfuzz with one lever flipped from its
 //! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
@@ -17,8 +17,11 @@ use crate::targets::Target;
 /// A part of labelfuzz that a flag turns on or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lever {
-    /// Comparison progress labels (off by default; `--cmp-progress 1`).
+    /// Comparison progress labels, on once the run's edges stall (`--cmp-progress 0`).
     CmpProgress,
+    /// Comparison progress labels from the first execution rather than from the stall (off
+    /// by default; `--cmp-progress 1`).
+    CmpProgressFromStart,
     /// The input-to-state stage (`--cmplog 0`).
     Cmplog,
     /// Input-to-state through arithmetic transforms of input values (`--cmplog-transforms 0`).
@@ -46,8 +49,9 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 11] = [
+    pub const ALL: [Lever; 12] = [
         Lever::CmpProgress,
+        Lever::CmpProgressFromStart,
         Lever::Cmplog,
         Lever::CmplogTransforms,
         Lever::CmplogColorize,
@@ -64,6 +68,7 @@ impl Lever {
     pub fn name(self) -> &'static str {
         match self {
             Lever::CmpProgress => "cmp-progress",
+            Lever::CmpProgressFromStart => "cmp-progress-from-start",
             Lever::Cmplog => "cmplog",
             Lever::CmplogTransforms => "cmplog-transforms",
             Lever::CmplogColorize => "cmplog-colorize",
@@ -81,14 +86,18 @@ impl Lever {
     pub fn on_by_default(self) -> bool {
         !matches!(
             self,
-            Lever::CmpProgress | Lever::CmplogColorize | Lever::RegularRuns | Lever::RareSchedule
+            Lever::CmpProgressFromStart
+                | Lever::CmplogColorize
+                | Lever::RegularRuns
+                | Lever::RareSchedule
         )
     }
 
     /// The flags that flip it from its default.
     pub fn flip_flags(self) -> &'static [&'static str] {
         match self {
-            Lever::CmpProgress => &["--cmp-progress", "1"],
+            Lever::CmpProgress => &["--cmp-progress", "0"],
+            Lever::CmpProgressFromStart => &["--cmp-progress", "1"],
             Lever::Cmplog => &["--cmplog", "0"],
             Lever::CmplogTransforms => &["--cmplog-transforms", "0"],
             Lever::CmplogColorize => &["--cmplog-colorize", "1"],
@@ -111,7 +120,8 @@ impl Lever {
     /// The flipped fuzzer's name in tables.
     pub fn fuzzer_name(self) -> &'static str {
         match self {
-            Lever::CmpProgress => "labelfuzz with cmp-progress",
+            Lever::CmpProgress => "labelfuzz without cmp-progress",
+            Lever::CmpProgressFromStart => "labelfuzz with cmp-progress-from-start",
             Lever::Cmplog => "labelfuzz without cmplog",
             Lever::CmplogTransforms => "labelfuzz without cmplog-transforms",
             Lever::CmplogColorize => "labelfuzz with cmplog-colorize",
@@ -128,7 +138,8 @@ impl Lever {
     /// The flipped fuzzer's directory name (runs, records, `BENCH_FUZZERS`).
     pub fn dir_name(self) -> &'static str {
         match self {
-            Lever::CmpProgress => "labelfuzz-with-cmp-progress",
+            Lever::CmpProgress => "labelfuzz-no-cmp-progress",
+            Lever::CmpProgressFromStart => "labelfuzz-with-cmp-progress-from-start",
             Lever::Cmplog => "labelfuzz-no-cmplog",
             Lever::CmplogTransforms => "labelfuzz-no-cmplog-transforms",
             Lever::CmplogColorize => "labelfuzz-with-cmplog-colorize",
@@ -247,7 +258,8 @@ mod tests {
         let error = Lever::parse_list("cmp_progress").unwrap_err();
         assert!(
             error.contains(
-                "cmp-progress, cmplog, cmplog-transforms, cmplog-colorize, cmplog-repair, havoc"
+                "cmp-progress, cmp-progress-from-start, cmplog, cmplog-transforms, \
+                 cmplog-colorize, cmplog-repair, havoc"
             ),
             "{error}"
         );

@@ -30,8 +30,9 @@
 //!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`); with
 //!   `BENCH_PUBLISH` their text goes between `<!-- bench:<BENCH_ONLY>:begin -->` and its end,
 //!   with the command, processor and commit that produced it;
-//! - `BENCH_ABLATION=cmp-progress,cmplog,cmplog-transforms,cmplog-colorize,cmplog-repair,
-//!   havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,split-conditions` runs labelfuzz with each named lever flipped from its default beside
+//! - `BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
+//!   cmplog-colorize,cmplog-repair,havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,
+//!   split-conditions` runs labelfuzz with each named lever flipped from its default beside
 //!   labelfuzz as it ships, instead of the three fuzzers, and writes the ablation table
 //!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation-<levers>:begin -->` and its
 //!   end, the levers joined by `+`).

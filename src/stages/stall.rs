@@ -1,0 +1,163 @@
+//! The stall switch: comparison progress labels turned on once the run's edges stop growing
+//! (`--cmp-progress 2`, the default).
+//!
+//! Comparison progress pays where edges have run dry (a checksum, a length field, a magic
+//! word behind a plateau: libdeflate and xz in the ablation bench) and costs where edges still
+//! come (SQLite, lcms: the callbacks slow every execution and their labels dilute the
+//! schedule). So the run starts on edges alone and switches once they stall: when it has run
+//! half again as many executions as it had when the last new edge came, and at least
+//! [`MIN_QUIET_EXECUTIONS`]. Counted in executions, not seconds, so that the switch does not
+//! depend on how fast the machine is.
+
+use libafl::state::HasExecutions;
+use libafl::{stages::Stage, Error, HasMetadata};
+
+use crate::table::CorpusTable;
+
+/// The fewest executions without a new edge that count as a stall.
+pub const MIN_QUIET_EXECUTIONS: u64 = 500_000;
+
+/// Executions between two looks at the edge count (counting edges walks every label).
+const LOOK_EVERY: u64 = 20_000;
+
+/// Whether the run's edges have stalled; state metadata, so that a process restarted after a
+/// crash keeps its count and its decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EdgeStall {
+    /// Edges the run held at the last look.
+    edges: usize,
+    /// Executions when the edge count last grew.
+    grew_at: u64,
+    /// Executions at the last look.
+    looked_at: u64,
+    /// The run stalled once; it stays switched.
+    stalled: bool,
+}
+
+libafl_bolts::impl_serdeany!(EdgeStall);
+
+impl EdgeStall {
+    /// Whether a look is due at `executions`.
+    #[must_use]
+    pub fn look_due(&self, executions: u64) -> bool {
+        !self.stalled && executions.saturating_sub(self.looked_at) >= LOOK_EVERY
+    }
+
+    /// Notes that the run holds `edges` edges after `executions` executions; true once the run
+    /// has stalled (and from then on).
+    pub fn look(&mut self, edges: usize, executions: u64) -> bool {
+        if self.stalled {
+            return true;
+        }
+        self.looked_at = executions;
+        if edges > self.edges {
+            self.edges = edges;
+            self.grew_at = executions;
+            return false;
+        }
+        let quiet = executions.saturating_sub(self.grew_at);
+        self.stalled = quiet >= MIN_QUIET_EXECUTIONS.max(self.grew_at / 2);
+        self.stalled
+    }
+
+    /// Whether the run has stalled.
+    #[must_use]
+    pub fn stalled(&self) -> bool {
+        self.stalled
+    }
+}
+
+/// Turns comparison progress on once the run's edges stall ([`EdgeStall`]).
+#[derive(Debug)]
+pub struct StallSwitchStage {
+    /// Whether the run switches at all (`--cmp-progress 2`).
+    watching: bool,
+}
+
+impl StallSwitchStage {
+    /// A stage that watches for the stall when `watching`, and otherwise does nothing.
+    #[must_use]
+    pub fn new(watching: bool) -> Self {
+        StallSwitchStage { watching }
+    }
+}
+
+impl<E, EM, S, Z> Stage<E, EM, S, Z> for StallSwitchStage
+where
+    S: HasMetadata + HasExecutions,
+{
+    fn perform(
+        &mut self,
+        _fuzzer: &mut Z,
+        _executor: &mut E,
+        state: &mut S,
+        _manager: &mut EM,
+    ) -> Result<(), Error> {
+        if !self.watching {
+            return Ok(());
+        }
+        let executions = *state.executions();
+        let watch = *state.metadata_or_insert_with(EdgeStall::default);
+        if watch.stalled() {
+            // A process restarted after the switch turns it on again (idempotent).
+            crate::cmp_progress::enable();
+            return Ok(());
+        }
+        if !watch.look_due(executions) {
+            return Ok(());
+        }
+        let edges = state
+            .metadata::<CorpusTable>()
+            .map_or(0, |table| table.edge_count());
+        let watch = state.metadata_mut::<EdgeStall>()?;
+        if watch.look(edges, executions) {
+            crate::cmp_progress::enable();
+            crate::say!(
+                "labelfuzz: edges stalled after {executions} executions: comparison progress \
+                 labels on (--cmp-progress 2)"
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_whose_edges_keep_growing_never_stalls() {
+        let mut watch = EdgeStall::default();
+        for step in 1..1000u64 {
+            assert!(!watch.look(step as usize, step * 100_000));
+        }
+    }
+
+    #[test]
+    fn a_stall_is_half_again_the_executions_of_the_last_new_edge() {
+        let mut watch = EdgeStall::default();
+        assert!(!watch.look(10, 4_000_000));
+        assert!(!watch.look(10, 5_999_999));
+        assert!(watch.look(10, 6_000_000));
+        // Once switched, it stays switched.
+        assert!(watch.look(11, 6_100_000));
+        assert!(!watch.look_due(u64::MAX));
+    }
+
+    #[test]
+    fn an_early_stall_needs_the_minimum_quiet_executions() {
+        let mut watch = EdgeStall::default();
+        assert!(!watch.look(3, 1_000));
+        assert!(!watch.look(3, MIN_QUIET_EXECUTIONS));
+        assert!(watch.look(3, MIN_QUIET_EXECUTIONS + 1_000));
+    }
+
+    #[test]
+    fn looks_are_spaced() {
+        let mut watch = EdgeStall::default();
+        assert!(watch.look_due(LOOK_EVERY));
+        watch.look(1, LOOK_EVERY);
+        assert!(!watch.look_due(LOOK_EVERY + 1));
+        assert!(watch.look_due(2 * LOOK_EVERY));
+    }
+}
