@@ -991,27 +991,37 @@ fn a_run_of_magic_words_is_found_with_comparison_progress() {
     assert!(crashes.contains_key(&magic_words), "{crashes:?}");
 }
 
+/// Fuzzes `magic.c`'s `fuzzer` into `out` with CmpLog off (the operands are not copied into
+/// the input, only compared), stopping at the first crash; the run and its crashes.
+fn fuzz_magic_without_cmplog(
+    fuzzer: &Path,
+    out: &Path,
+    flags: &[&str],
+) -> (
+    std::process::Output,
+    std::collections::BTreeMap<Vec<u8>, (String, String)>,
+) {
+    let mut args = vec![
+        "-seed=3",
+        "--cmplog",
+        "0",
+        "--stop-on-crash",
+        "-max_total_time=300",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(flags);
+    let result = run(fuzzer, &args);
+    (result, crashes_by_input(out))
+}
+
 #[test]
 fn comparison_progress_starts_by_default_once_edges_stall() {
     let dir = scratch("c-magic-stall");
     let fuzzer = build_planted(&dir, "magic.c", &[]);
     let magic = 0x5a7c_31e9_u32.to_ne_bytes();
-    let fuzz = |name: &str, flags: &[&str]| {
-        let out = dir.join(name);
-        let mut args = vec![
-            "-seed=3",
-            // CmpLog off: the operands are not copied into the input, only compared.
-            "--cmplog",
-            "0",
-            "--stop-on-crash",
-            "-max_total_time=300",
-            "-o",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(flags);
-        let result = run(&fuzzer, &args);
-        (result, crashes_by_input(&out))
-    };
+    let fuzz =
+        |name: &str, flags: &[&str]| fuzz_magic_without_cmplog(&fuzzer, &dir.join(name), flags);
     // Edges stop growing at once; the switch comes after the fewest quiet executions
     // (500 000), and comparison progress then reaches the magic number as it does from the
     // start (below, within 3 000 000).
@@ -1035,22 +1045,8 @@ fn comparison_labels_reach_a_magic_number_that_edges_alone_do_not() {
     let dir = scratch("c-magic");
     let fuzzer = build_planted(&dir, "magic.c", &[]);
     let magic = 0x5a7c_31e9_u32.to_ne_bytes();
-    // CmpLog off: the operands are not copied into the input, only compared.
-    let fuzz = |name: &str, flags: &[&str]| {
-        let out = dir.join(name);
-        let mut args = vec![
-            "-seed=3",
-            "--cmplog",
-            "0",
-            "--stop-on-crash",
-            "-max_total_time=300",
-            "-o",
-            out.to_str().unwrap(),
-        ];
-        args.extend_from_slice(flags);
-        let result = run(&fuzzer, &args);
-        (result, crashes_by_input(&out))
-    };
+    let fuzz =
+        |name: &str, flags: &[&str]| fuzz_magic_without_cmplog(&fuzzer, &dir.join(name), flags);
     let (edges_alone, _) = fuzz("edges", &["-runs=1000000", "--cmp-progress", "0"]);
     assert_eq!(
         edges_alone.status.code(),
