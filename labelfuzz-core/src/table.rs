@@ -148,11 +148,21 @@ impl<Id: Copy> LabelTable<Id> {
         if improved.is_empty() {
             return result;
         }
-        let slot = self.allocate(Entry {
-            key: key.to_vec(),
-            corpus_id,
-            holds: 0,
-        });
+        // The same input as a live entry, showing labels that entry was not recorded with (an
+        // input's labels can grow: comparison progress switched on mid-run, a target that is not
+        // deterministic): the labels go to that entry, so that no input is kept twice, and the
+        // new copy is evicted at once.
+        let slot = match self.slot_with_key(key) {
+            Some(slot) => {
+                result.evicted.push(corpus_id);
+                slot
+            }
+            None => self.allocate(Entry {
+                key: key.to_vec(),
+                corpus_id,
+                holds: 0,
+            }),
+        };
         for &label in &improved {
             match self.slot_of(label) {
                 None => self.present.push(label),
@@ -176,6 +186,15 @@ impl<Id: Copy> LabelTable<Id> {
         self.pending_evictions.extend(&result.evicted);
         result.improved = improved;
         result
+    }
+
+    /// The live entry whose key is `key`, if any (a scan: records are rare next to executions).
+    fn slot_with_key(&self, key: &[u8]) -> Option<u32> {
+        let slot = self
+            .entries
+            .iter()
+            .position(|e| e.as_ref().is_some_and(|e| e.key == key))?;
+        u32::try_from(slot).ok()
     }
 
     fn allocate(&mut self, entry: Entry<Id>) -> u32 {
@@ -286,6 +305,21 @@ mod tests {
         assert!(table.take_pending_evictions().is_empty());
         assert_eq!(table.entry_count(), 1);
         assert_eq!(table.total_bytes(), 3);
+    }
+
+    #[test]
+    fn the_same_input_showing_new_labels_joins_its_entry() {
+        let mut table = LabelTable::new();
+        let (edge, comparison) = (Label::edge(1, 1), Label::comparison_equal_count(7, 1));
+        table.record(b"ab", id(0), &[edge]);
+        // The same bytes again, now with a comparison label (progress switched on mid-run).
+        let rec = table.record(b"ab", id(1), &[edge, comparison]);
+        assert_eq!(rec.improved, vec![comparison]);
+        assert_eq!(rec.evicted, vec![id(1)], "the copy is evicted at once");
+        assert_eq!(table.best(comparison).unwrap().corpus_id, id(0));
+        assert_eq!(table.best(edge).unwrap().corpus_id, id(0));
+        assert_eq!(table.entry_count(), 1);
+        assert_eq!(table.total_bytes(), 2);
     }
 
     #[test]
