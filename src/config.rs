@@ -282,6 +282,30 @@ fn parse_cores_on(text: &str, available: usize) -> Result<Vec<usize>, String> {
     Ok(cores)
 }
 
+/// When the run makes comparison progress labels (`--cmp-progress 0|1|2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpProgress {
+    /// Never (`0`).
+    Off,
+    /// From the first execution (`1`).
+    FromStart,
+    /// Once the run's edges stall (`2`, the default; [`crate::stages::EdgeStall`]), in every
+    /// client of the run and in a later run in the same output directory.
+    OnceStalled,
+}
+
+impl CmpProgress {
+    /// The mode a `--cmp-progress` value names (0, 1 or 2; the parser checks the range).
+    #[must_use]
+    pub fn from_flag(value: u8) -> Self {
+        match value {
+            0 => CmpProgress::Off,
+            1 => CmpProgress::FromStart,
+            _ => CmpProgress::OnceStalled,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,29 +366,6 @@ mod tests {
         ] {
             let err = parse_remote_broker(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
-        }
-    }
-}
-
-/// When the run makes comparison progress labels (`--cmp-progress 0|1|2`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpProgress {
-    /// Never (`0`).
-    Off,
-    /// From the first execution (`1`).
-    On,
-    /// Once the run's edges stall (`2`, the default; [`crate::stages::EdgeStall`]).
-    OnStall,
-}
-
-impl CmpProgress {
-    /// The mode a `--cmp-progress` value names (0, 1 or 2; the parser checks the range).
-    #[must_use]
-    pub fn from_flag(value: u8) -> Self {
-        match value {
-            0 => CmpProgress::Off,
-            1 => CmpProgress::On,
-            _ => CmpProgress::OnStall,
         }
     }
 }

@@ -158,7 +158,7 @@ fn fuzz_until_done<EM: ClientManager>(
     // Arm the timeout timer once for many executions instead of twice per execution: the
     // re-arming syscalls cost more than a fast target itself.
     *executor.hooks_mut().0.timer_mut() = TimerStruct::batch_mode(config.timeout);
-    prepare_fuzzing_process(config);
+    prepare_fuzzing_process(config, out);
 
     let mut considerer = considerer_for(config, &crash_handle);
     let mut run = Run {
@@ -216,7 +216,7 @@ fn fuzz_until_done<EM: ClientManager>(
         expand,
         havoc,
         cmplog,
-        StallSwitchStage::new(config.cmp_progress == CmpProgress::OnStall),
+        StallSwitchStage::new(config.cmp_progress, out, config.quiet),
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
     fuzz_to_a_limit(&mut stages, &config.limits, &mut run)?;
@@ -317,12 +317,15 @@ fn fuzzing_state(
 
 /// What the fuzzing process sets up around the target before its first execution: the memory
 /// watcher, comparison labels, and closing the target's output.
-fn prepare_fuzzing_process(config: &Config) {
+fn prepare_fuzzing_process(config: &Config, out: &OutputDir) {
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb, config.timeout);
     if config.value_profile {
         crate::value_profile::enable();
     }
-    if config.cmp_progress == CmpProgress::On {
+    // After a stall, before the start inputs: a restarted process or a resumed run replays a
+    // corpus that holds inputs kept for comparison progress alone.
+    let stalled = config.cmp_progress == CmpProgress::OnceStalled && out.edges_stalled();
+    if config.cmp_progress == CmpProgress::FromStart || stalled {
         crate::cmp_progress::enable();
     }
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {

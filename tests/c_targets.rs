@@ -1030,6 +1030,7 @@ fn comparison_progress_starts_by_default_once_edges_stall() {
     assert_eq!(stalled.status.code(), Some(77), "{stderr}");
     assert!(crashes.contains_key(magic.as_slice()), "{crashes:?}");
     assert!(stderr.contains("comparison progress labels on"), "{stderr}");
+    assert!(dir.join("default/edges-stalled").exists());
     // The check can fail: never switching, the same budget finds nothing.
     let (never, _) = fuzz("never", &["-runs=4000000", "--cmp-progress", "0"]);
     assert_eq!(
@@ -1038,6 +1039,40 @@ fn comparison_progress_starts_by_default_once_edges_stall() {
         "{}",
         String::from_utf8_lossy(&never.stderr)
     );
+}
+
+#[test]
+fn a_resumed_run_keeps_the_stall_and_the_inputs_comparison_progress_kept() {
+    let dir = scratch("c-magic-resume");
+    let fuzzer = build_planted(&dir, "magic.c", &[]);
+    let out = dir.join("out");
+    // Past the switch (the fewest quiet executions, 500 000), far short of the magic number.
+    let (stalled, _) = fuzz_magic_without_cmplog(&fuzzer, &out, &["-runs=600000"]);
+    assert_eq!(
+        stalled.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&stalled.stderr)
+    );
+    let marked_at: u64 = std::fs::read_to_string(out.join("edges-stalled"))
+        .expect("the stall is marked in the output directory")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((500_000..600_000).contains(&marked_at), "{marked_at}");
+    let corpus_files = || std::fs::read_dir(out.join("corpus")).unwrap().count();
+    let before = corpus_files();
+    let resume = |flags: &[&str]| {
+        let mut args = vec!["--cmplog", "0", "-runs=1", "-o", out.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let resumed = run(&fuzzer, &args);
+        assert!(resumed.status.success(), "{resumed:?}");
+    };
+    resume(&[]);
+    assert_eq!(corpus_files(), before);
+    // The check can fail: resumed with comparison progress off, the inputs kept for it go.
+    resume(&["--cmp-progress", "0"]);
+    assert!(corpus_files() < before, "{} of {before}", corpus_files());
 }
 
 #[test]

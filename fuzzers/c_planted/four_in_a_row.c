@@ -1,6 +1,6 @@
 // Four 'C' bytes in a row trap. At -O1 the counter is a select, not a branch: no edge and no
 // hit count changes on the way from `C` to `CCC`, only how often `d[i] == 'C'` comes out equal
-// and how close `run` comes to 4 (comparison progress labels, `--cmp-progress 1`); without
+// and how close `run` comes to 4 (comparison progress labels, `--cmp-progress`); without
 // them, havoc's runs of one byte value still find it, a few times later.
 #include <stddef.h>
 #include <stdint.h>

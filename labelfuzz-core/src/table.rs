@@ -35,7 +35,8 @@ impl<Id> Entry<Id> {
 pub struct Recorded<Id> {
     /// Labels the new input now holds (new or taken over).
     pub improved: Vec<Label>,
-    /// Stored inputs that no longer hold any label and must leave the store.
+    /// Stored inputs that no longer hold any label and must leave the store (among them the
+    /// new input's own id when its labels joined an entry with the same key).
     pub evicted: Vec<Id>,
 }
 
@@ -134,7 +135,9 @@ impl<Id: Copy> LabelTable<Id> {
     ///
     /// The input becomes the best of every label it improves; inputs left holding no label are
     /// reported as evicted (and queued in [`LabelTable::take_pending_evictions`]). An input that
-    /// improves nothing is not stored.
+    /// improves nothing is not stored. An input whose key a live entry already has (the same
+    /// bytes, run again with labels it did not show before) adds its labels to that entry, and
+    /// `corpus_id` is evicted: one input, one entry.
     pub fn record(&mut self, key: &[u8], corpus_id: Id, labels: &[Label]) -> Recorded<Id> {
         let improved: Vec<Label> = labels
             .iter()

@@ -1,4 +1,4 @@
-//! Comparison progress: labels for how far the target's comparisons got (`--cmp-progress 1`).
+//! Comparison progress: labels for how far the target's comparisons got (`--cmp-progress`).
 //!
 //! Edges and hit counts see a branch only once it is taken. A counter compared to a constant
 //! (`run = d[i] == 'C' ? run + 1 : 0; if (run == 4) trap()`) compiles to a select and one branch
@@ -17,7 +17,8 @@
 //! it starts only once the run's edges stall (the engine's stall switch): what it costs is
 //! clearest on SQLite, whose parser runs thousands of comparisons with constants per input (the
 //! callbacks' work slows every execution, and hundreds of labels that never change dilute the
-//! schedule), while on libdeflate and xz, whose edges run dry in minutes, it finds more.
+//! schedule), while on libdeflate and xz, whose edges grow in rare steps after the first
+//! minutes, it finds more.
 
 use crate::labels::Label;
 

@@ -6,9 +6,9 @@
 //   into LibAFL's CmpLog map, for the input-to-state mutants;
 // - the value profile: only with -use_value_profile=1 (labelfuzz_value_profile_enabled), each
 //   site's best count of equal operand bits goes into LibAFL's value-profile map;
-// - comparison progress: with --cmp-progress 1 (labelfuzz_progress_enabled), each site's count
-//   of equal outcomes and its closest operands in this execution (src/cmp_progress.rs reads
-//   them);
+// - comparison progress: once switched on (labelfuzz_progress_enabled, --cmp-progress), each
+//   site's count of equal outcomes and its closest operands in this execution
+//   (src/cmp_progress.rs reads them);
 // - gate repair: while labelfuzz_gate_watching, the first operands each of a few watched sites
 //   compares in the execution (src/gate_watch.rs), so that a mutant's checksum can be read
 //   without logging every comparison into the 50 MiB CmpLog map;

@@ -110,8 +110,9 @@ pub struct Options {
     /// Comparison progress as labels (0: off, 1: on, 2: on once the run's edges stall): per
     /// comparison site, how many times its operands came out equal and how close they came, so
     /// a counter nearing its constant or a check satisfied once more is kept like a new edge.
-    /// 2 by default: it pays where edges have run dry and costs speed where they still come
-    /// (the ablation bench, docs/benchmark.md).
+    /// 2 by default: on from the start, it was ahead where edges had run dry and behind where
+    /// they still came (the ablation bench, docs/benchmark.md). A stall is marked in the output
+    /// directory (`edges-stalled`), so a resumed run keeps comparison progress on.
     #[arg(long, value_name = "0|1|2", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub cmp_progress: u8,
 

@@ -1,27 +1,35 @@
 //! The stall switch: comparison progress labels turned on once the run's edges stop growing
 //! (`--cmp-progress 2`, the default).
 //!
-//! Comparison progress pays where edges have run dry (a checksum, a length field, a magic
-//! word behind a plateau: libdeflate and xz in the ablation bench) and costs where edges still
-//! come (SQLite, lcms: the callbacks slow every execution and their labels dilute the
-//! schedule). So the run starts on edges alone and switches once they stall: when it has run
-//! half again as many executions as it had when the last new edge came, and at least
-//! [`MIN_QUIET_EXECUTIONS`]. Counted in executions, not seconds, so that the switch does not
-//! depend on how fast the machine is.
+//! Comparison progress pays where edges have run dry (a checksum, a length field, a magic word
+//! behind a plateau: libdeflate and xz in the ablation bench, whose edges grow in rare steps
+//! after the first minutes) and costs where edges still come (SQLite, lcms: the callbacks slow
+//! every execution and their labels dilute the schedule). So the run starts on edges alone and
+//! switches once they stall: when it has run half again as many executions as it had when the
+//! last new edge came, and at least [`MIN_QUIET_EXECUTIONS`] without one. Only distinct edges
+//! count, not new hit-count buckets of known ones, and executions, not seconds, so that the
+//! switch does not depend on how fast the machine is. Each fuzzing process watches its own
+//! executions; the first to see the stall marks the output directory
+//! ([`OutputDir::mark_edges_stalled`]), and the mark switches the run's other clients, a process
+//! restarted after a crash or a kill, and a later run resumed there, whose corpus holds inputs
+//! kept for comparison labels alone.
 
 use libafl::state::HasExecutions;
 use libafl::{stages::Stage, Error, HasMetadata};
 
+use crate::config::CmpProgress;
+use crate::output::OutputDir;
 use crate::table::CorpusTable;
 
 /// The fewest executions without a new edge that count as a stall.
-pub const MIN_QUIET_EXECUTIONS: u64 = 500_000;
+pub(crate) const MIN_QUIET_EXECUTIONS: u64 = 500_000;
 
 /// Executions between two looks at the edge count (counting edges walks every label).
 const LOOK_EVERY: u64 = 20_000;
 
-/// Whether the run's edges have stalled; state metadata, so that a process restarted after a
-/// crash keeps its count and its decision.
+/// Whether this fuzzing process has seen the run's edges stall; state metadata, so that a process
+/// restarted after a crash keeps its count. `grew_at` is the look that saw the growth, within
+/// [`LOOK_EVERY`] executions of the new edge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EdgeStall {
     /// Edges the run held at the last look.
@@ -45,7 +53,7 @@ impl EdgeStall {
 
     /// Notes that the run holds `edges` edges after `executions` executions; true once the run
     /// has stalled (and from then on).
-    pub fn look(&mut self, edges: usize, executions: u64) -> bool {
+    pub fn observe(&mut self, edges: usize, executions: u64) -> bool {
         if self.stalled {
             return true;
         }
@@ -65,20 +73,31 @@ impl EdgeStall {
     pub fn stalled(&self) -> bool {
         self.stalled
     }
+
+    /// Takes on a stall another process of the run saw.
+    pub fn adopt_stall(&mut self) {
+        self.stalled = true;
+    }
 }
 
-/// Turns comparison progress on once the run's edges stall ([`EdgeStall`]).
+/// Turns comparison progress on once the run's edges stall ([`EdgeStall`]), or once another
+/// process of the run has marked the output directory.
 #[derive(Debug)]
 pub struct StallSwitchStage {
-    /// Whether the run switches at all (`--cmp-progress 2`).
-    watching: bool,
+    /// The output directory the stall is marked in; `None` when the run does not switch.
+    watched: Option<OutputDir>,
+    /// `-q`: no line when the switch comes.
+    quiet: bool,
 }
 
 impl StallSwitchStage {
-    /// A stage that watches for the stall when `watching`, and otherwise does nothing.
+    /// A stage that watches for the stall under `--cmp-progress 2` and otherwise does nothing.
     #[must_use]
-    pub fn new(watching: bool) -> Self {
-        StallSwitchStage { watching }
+    pub fn new(mode: CmpProgress, out: &OutputDir, quiet: bool) -> Self {
+        StallSwitchStage {
+            watched: (mode == CmpProgress::OnceStalled).then(|| out.clone()),
+            quiet,
+        }
     }
 }
 
@@ -93,29 +112,33 @@ where
         state: &mut S,
         _manager: &mut EM,
     ) -> Result<(), Error> {
-        if !self.watching {
+        let Some(out) = &self.watched else {
             return Ok(());
-        }
+        };
         let executions = *state.executions();
-        let watch = *state.metadata_or_insert_with(EdgeStall::default);
-        if watch.stalled() {
-            // A process restarted after the switch turns it on again (idempotent).
-            crate::cmp_progress::enable();
-            return Ok(());
-        }
-        if !watch.look_due(executions) {
+        let stall = state.metadata_or_insert_with(EdgeStall::default);
+        if !stall.look_due(executions) {
             return Ok(());
         }
         let edges = state
             .metadata::<CorpusTable>()
             .map_or(0, |table| table.edge_count());
-        let watch = state.metadata_mut::<EdgeStall>()?;
-        if watch.look(edges, executions) {
+        let stall = state.metadata_mut::<EdgeStall>()?;
+        if out.edges_stalled() {
+            stall.adopt_stall();
             crate::cmp_progress::enable();
-            crate::say!(
-                "labelfuzz: edges stalled after {executions} executions: comparison progress \
-                 labels on (--cmp-progress 2)"
-            );
+        } else if stall.observe(edges, executions) {
+            crate::cmp_progress::enable();
+            // Unmarked, the run's other processes only switch when they see the stall too.
+            if let Err(e) = out.mark_edges_stalled(executions) {
+                crate::say!("labelfuzz: warning: the stall is not shared with other processes: {e}");
+            }
+            if !self.quiet {
+                crate::say!(
+                    "labelfuzz: edges stalled after {executions} executions: comparison progress \
+                     labels on (--cmp-progress 2)"
+                );
+            }
         }
         Ok(())
     }
@@ -129,34 +152,34 @@ mod tests {
     fn a_run_whose_edges_keep_growing_never_stalls() {
         let mut watch = EdgeStall::default();
         for step in 1..1000u64 {
-            assert!(!watch.look(step as usize, step * 100_000));
+            assert!(!watch.observe(step as usize, step * 100_000));
         }
     }
 
     #[test]
     fn a_stall_is_half_again_the_executions_of_the_last_new_edge() {
         let mut watch = EdgeStall::default();
-        assert!(!watch.look(10, 4_000_000));
-        assert!(!watch.look(10, 5_999_999));
-        assert!(watch.look(10, 6_000_000));
+        assert!(!watch.observe(10, 4_000_000));
+        assert!(!watch.observe(10, 5_999_999));
+        assert!(watch.observe(10, 6_000_000));
         // Once switched, it stays switched.
-        assert!(watch.look(11, 6_100_000));
+        assert!(watch.observe(11, 6_100_000));
         assert!(!watch.look_due(u64::MAX));
     }
 
     #[test]
     fn an_early_stall_needs_the_minimum_quiet_executions() {
         let mut watch = EdgeStall::default();
-        assert!(!watch.look(3, 1_000));
-        assert!(!watch.look(3, MIN_QUIET_EXECUTIONS));
-        assert!(watch.look(3, MIN_QUIET_EXECUTIONS + 1_000));
+        assert!(!watch.observe(3, 1_000));
+        assert!(!watch.observe(3, MIN_QUIET_EXECUTIONS));
+        assert!(watch.observe(3, MIN_QUIET_EXECUTIONS + 1_000));
     }
 
     #[test]
     fn looks_are_spaced() {
         let mut watch = EdgeStall::default();
         assert!(watch.look_due(LOOK_EVERY));
-        watch.look(1, LOOK_EVERY);
+        watch.observe(1, LOOK_EVERY);
         assert!(!watch.look_due(LOOK_EVERY + 1));
         assert!(watch.look_due(2 * LOOK_EVERY));
     }
