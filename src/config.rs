@@ -60,6 +60,8 @@ pub struct Config {
     pub regular_runs: bool,
     /// Slow inputs are picked in proportion to their speed (`--charge-exec-time 1`).
     pub charge_exec_time: bool,
+    /// Coverage shrinks end at a deadline (`--shrink-budget 1`).
+    pub shrink_budget: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,
     /// Memory limit in MiB (0: none); a process over it while the target runs is an `oom` crash.

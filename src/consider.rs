@@ -7,6 +7,7 @@
 //! failed one is repaired: a mutant, and each shrink candidate, as the core's oracle allows.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use labelfuzz_core::consider::{self as core, CrashShrinker, Oracle, Outcome};
 use libafl::executors::HasObservers;
@@ -24,6 +25,13 @@ use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
 use labelfuzz_runtime::gate_watch::{self, WATCHED_SITES};
 
+/// The least time one coverage shrink gets under `--shrink-budget 1`.
+pub const COVERAGE_SHRINK_TIME: Duration = Duration::from_secs(2);
+
+/// Under `--shrink-budget 1`, one coverage shrink also gets this share of the run's time so far
+/// (1 in 50: 12 s ten minutes in), when that is more than [`COVERAGE_SHRINK_TIME`].
+pub const COVERAGE_SHRINK_SHARE: u32 = 50;
+
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
 #[derive(Debug)]
 pub struct Considerer {
@@ -40,6 +48,10 @@ pub struct Considerer {
     gate_sites: Vec<usize>,
     /// What each gate's comparison compared in the last run (`None`: not reached).
     readings: [Option<(u64, u64)>; WATCHED_SITES],
+    /// Whether coverage shrinks end at a deadline (`--shrink-budget 1`).
+    shrink_budget: bool,
+    /// When the coverage shrink under way must end, under `shrink_budget`.
+    coverage_shrink_deadline: Option<Instant>,
 }
 
 /// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
@@ -77,7 +89,18 @@ impl Considerer {
             gates: Vec::new(),
             gate_sites: Vec::new(),
             readings: [None; WATCHED_SITES],
+            shrink_budget: false,
+            coverage_shrink_deadline: None,
         }
+    }
+
+    /// Ends each coverage shrink after [`COVERAGE_SHRINK_TIME`], or the run's time so far over
+    /// [`COVERAGE_SHRINK_SHARE`] if longer, keeping what it reached (`--shrink-budget 1`): on a
+    /// target with slow inputs, one input's shrink can otherwise hold the run for minutes.
+    #[must_use]
+    pub fn with_shrink_budget(mut self, shrink_budget: bool) -> Self {
+        self.shrink_budget = shrink_budget;
+        self
     }
 
     /// Watches `gates` (the scheduled entry's checksums and lengths) in every run from now on,
@@ -324,6 +347,31 @@ where
             }
         }
         repaired
+    }
+
+    fn coverage_shrink_began(&mut self) {
+        let considerer = &mut *self.considerer;
+        if !considerer.shrink_budget {
+            return;
+        }
+        let run_time = libafl_bolts::current_time().saturating_sub(*self.run.state.start_time());
+        let budget = COVERAGE_SHRINK_TIME.max(run_time / COVERAGE_SHRINK_SHARE);
+        considerer.coverage_shrink_deadline = Some(Instant::now() + budget);
+    }
+
+    /// Past the shrink's deadline (read from the run limits' last clock reading, not a clock
+    /// per candidate), the shrink ends: [`Outcome::Deferred`].
+    fn run_coverage_candidate(&mut self, input: &[u8]) -> Result<Outcome, Error> {
+        let considerer = &*self.considerer;
+        let past = |deadline| {
+            considerer
+                .last_clock_reading()
+                .is_some_and(|t| t > deadline)
+        };
+        if considerer.coverage_shrink_deadline.is_some_and(past) {
+            return Ok(Outcome::Deferred);
+        }
+        self.run(input, true)
     }
 
     fn crash_shrinker(&self) -> Option<Arc<dyn CrashShrinker>> {

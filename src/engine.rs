@@ -261,6 +261,7 @@ fn considerer_for(
         .with_grammar(config.grammar.clone())
         // Grammar inputs are choice sequences, not text: the grammar decides the bytes.
         .with_only_ascii(config.only_ascii && config.grammar.is_none())
+        .with_shrink_budget(config.shrink_budget)
 }
 
 /// What reports this process's progress and writes the output directory's records.

@@ -30,8 +30,8 @@ pub enum Outcome {
     Coverage,
     /// Improved a crash label (the label, when the run could name it).
     Crash(Option<Label>),
-    /// Not run now (a slow crash out of its time budget): the shrink stops and is left
-    /// unfinished, to resume later.
+    /// Not run now (a slow crash out of its time budget, or a coverage shrink that has run
+    /// long): the shrink stops where it got; a crash's is left unfinished, to resume later.
     Deferred,
     /// The run is over.
     Stop,
@@ -74,6 +74,19 @@ pub trait Oracle {
     fn run_crash_candidate(&mut self, input: &[u8], label: Label) -> Result<Outcome, Self::Error> {
         let _ = label;
         self.run(input, false)
+    }
+
+    /// Called when the shrink of a coverage improvement begins.
+    fn coverage_shrink_began(&mut self) {}
+
+    /// Runs a candidate of the shrink of a coverage improvement (never one run before). An
+    /// oracle may end the shrink where it got with [`Outcome::Deferred`]: on a slow target,
+    /// one input's shrink can otherwise take the run's minutes.
+    ///
+    /// # Errors
+    /// The oracle's, from running the target.
+    fn run_coverage_candidate(&mut self, input: &[u8]) -> Result<Outcome, Self::Error> {
+        self.run(input, true)
     }
 
     /// How crash reproducers are shrunk (`None`: the byte shrinker's crash plan).
@@ -191,7 +204,10 @@ fn shrink_to<O: Oracle>(
     };
     // Asked first: the judge borrows the oracle for the whole shrink.
     let crash_shrinker = match goal {
-        Goal::Coverage => None,
+        Goal::Coverage => {
+            judge.oracle.coverage_shrink_began();
+            None
+        }
         Goal::Crash(_) => judge.oracle.crash_shrinker(),
     };
     if let Some(shrinker) = crash_shrinker {
@@ -225,7 +241,7 @@ impl<O: Oracle> Judge<'_, O> {
     /// Runs `candidate` and says whether it keeps the goal.
     fn verdict(&mut self, candidate: &[u8]) -> Verdict {
         let outcome = match self.goal {
-            Goal::Coverage => self.oracle.run(candidate, true),
+            Goal::Coverage => self.oracle.run_coverage_candidate(candidate),
             Goal::Crash(label) => self.oracle.run_crash_candidate(candidate, label),
         };
         match outcome {
@@ -450,6 +466,72 @@ mod tests {
         let mut good = b"GOOD".to_vec();
         good.push(checksum(&good));
         assert_eq!(repairing.table.best(Label::edge(4, 1)), Some(&good[..]));
+    }
+
+    /// A [`TableOracle`] over [`target`] whose coverage shrinks may run `budget` candidates.
+    struct BudgetedOracle {
+        table: TableOracle<Target>,
+        budget: u64,
+        left: u64,
+    }
+
+    impl Oracle for BudgetedOracle {
+        type Error = std::convert::Infallible;
+
+        fn run(&mut self, input: &[u8], skip_seen: bool) -> Result<Outcome, Self::Error> {
+            self.table.run(input, skip_seen)
+        }
+
+        fn coverage_shrink_began(&mut self) {
+            self.left = self.budget;
+        }
+
+        fn run_coverage_candidate(&mut self, input: &[u8]) -> Result<Outcome, Self::Error> {
+            if self.left == 0 {
+                return Ok(Outcome::Deferred);
+            }
+            self.left -= 1;
+            self.table.run(input, true)
+        }
+
+        fn stopped(&self) -> bool {
+            self.table.stopped()
+        }
+    }
+
+    /// One label: how many `a` bytes the input holds.
+    fn count_of_a(input: &[u8]) -> Vec<Label> {
+        vec![Label::edge(input.iter().filter(|&&b| b == b'a').count(), 1)]
+    }
+
+    #[test]
+    fn a_coverage_shrink_the_oracle_cuts_short_keeps_what_it_reached() {
+        let long = b"a-a-a-a-a-a-a-a";
+        let eight = Label::edge(8, 1);
+        let oracle = |budget| BudgetedOracle {
+            table: TableOracle::new(count_of_a as Target, 10_000),
+            budget,
+            left: 0,
+        };
+        let mut unbounded = oracle(u64::MAX);
+        consider(&mut unbounded, long, true).unwrap();
+        // Each candidate with fewer `a`s shows a label of its own, down to the empty input.
+        let none = Label::edge(0, 1);
+        assert_eq!(unbounded.table.best(none), Some(&b""[..]));
+        let full = unbounded.table.executions;
+        assert!(full > 3, "{full}");
+
+        let mut cut = oracle(2);
+        assert!(consider(&mut cut, long, true).unwrap());
+        // The input itself and at most two candidates: the shrink ends before the bottom.
+        assert!(cut.table.executions <= 3, "{}", cut.table.executions);
+        assert_eq!(cut.table.best(none), None);
+        assert_eq!(cut.table.best(eight), Some(&long[..]));
+        // A later consider shrinks again, with a budget of its own.
+        let before = cut.table.executions;
+        assert!(consider(&mut cut, b"a-a-a", true).unwrap());
+        assert!(cut.table.executions > before + 1);
+        assert!(cut.table.executions <= before + 3);
     }
 
     #[test]

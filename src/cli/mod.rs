@@ -134,6 +134,7 @@ impl Options {
             cmp_progress: crate::config::CmpProgress::from_flag(self.cmp_progress),
             regular_runs: self.regular_runs == 1,
             charge_exec_time: self.charge_exec_time == 1,
+            shrink_budget: self.shrink_budget == 1,
             progress: if self.libfuzzer_progress {
                 crate::progress::ProgressStyle::LibFuzzer
             } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

@@ -40,6 +40,8 @@ pub enum Lever {
     RareSchedule,
     /// Slow entries picked in proportion to their speed (`--charge-exec-time 0`).
     ChargeExecTime,
+    /// Coverage shrinks that end at a deadline (off by default; `--shrink-budget 1`).
+    ShrinkBudget,
     /// The tokens of the program's string literals that `labelfuzz-cc` embeds (`--auto-dict 0`).
     AutoDict,
     /// Each condition a branch of its own in the fuzzing build (a build of its own with
@@ -49,7 +51,7 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 12] = [
+    pub const ALL: [Lever; 13] = [
         Lever::CmpProgress,
         Lever::CmpProgressFromStart,
         Lever::Cmplog,
@@ -60,6 +62,7 @@ impl Lever {
         Lever::RegularRuns,
         Lever::RareSchedule,
         Lever::ChargeExecTime,
+        Lever::ShrinkBudget,
         Lever::AutoDict,
         Lever::SplitConditions,
     ];
@@ -77,6 +80,7 @@ impl Lever {
             Lever::RegularRuns => "regular-runs",
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
+            Lever::ShrinkBudget => "shrink-budget",
             Lever::AutoDict => "auto-dict",
             Lever::SplitConditions => "split-conditions",
         }
@@ -90,6 +94,7 @@ impl Lever {
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
                 | Lever::RareSchedule
+                | Lever::ShrinkBudget
         )
     }
 
@@ -106,6 +111,7 @@ impl Lever {
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
+            Lever::ShrinkBudget => &["--shrink-budget", "1"],
             Lever::AutoDict => &["--auto-dict", "0"],
             Lever::SplitConditions => &[],
         }
@@ -130,6 +136,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
+            Lever::ShrinkBudget => "labelfuzz with shrink-budget",
             Lever::AutoDict => "labelfuzz without auto-dict",
             Lever::SplitConditions => "labelfuzz without split-conditions",
         }
@@ -148,6 +155,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
+            Lever::ShrinkBudget => "labelfuzz-with-shrink-budget",
             Lever::AutoDict => "labelfuzz-no-auto-dict",
             Lever::SplitConditions => "labelfuzz-no-split-conditions",
         }
