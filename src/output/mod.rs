@@ -280,7 +280,10 @@ impl OutputDir {
     /// progress labels are on in every client of the run, in a process restarted after a kill,
     /// and in a later run resumed here (whose corpus holds inputs kept for those labels).
     pub fn mark_edges_stalled(&self, executions: u64) -> Result<(), LabelfuzzError> {
-        self.write_atomic(Path::new(EDGES_STALLED), format!("{executions}\n").as_bytes())
+        self.write_atomic(
+            Path::new(EDGES_STALLED),
+            format!("{executions}\n").as_bytes(),
+        )
     }
 
     /// Whether a process of this run, or of an earlier one here, saw the run's edges stall.

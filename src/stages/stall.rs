@@ -131,7 +131,9 @@ where
             crate::cmp_progress::enable();
             // Unmarked, the run's other processes only switch when they see the stall too.
             if let Err(e) = out.mark_edges_stalled(executions) {
-                crate::say!("labelfuzz: warning: the stall is not shared with other processes: {e}");
+                crate::say!(
+                    "labelfuzz: warning: the stall is not shared with other processes: {e}"
+                );
             }
             if !self.quiet {
                 crate::say!(
