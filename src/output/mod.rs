@@ -12,6 +12,7 @@ use serde::Serialize;
 
 mod inputs;
 mod lock;
+mod stall_mark;
 
 pub use inputs::{is_input_file, read_inputs, PreviousRun};
 pub use lock::RunLock;
@@ -55,10 +56,6 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
         LabelfuzzError::io("write", path, e)
     })
 }
-
-/// The file whose presence says the run's edges stalled (`--cmp-progress 2`); it holds the
-/// executions of the process that saw it, when it did.
-const EDGES_STALLED: &str = "edges-stalled";
 
 /// The fuzzer's output directory.
 #[derive(Clone, Debug)]
@@ -276,22 +273,6 @@ impl OutputDir {
         &self.root
     }
 
-    /// Notes that the run's edges stalled after `executions` executions, so that comparison
-    /// progress labels are on in every client of the run, in a process restarted after a kill,
-    /// and in a later run resumed here (whose corpus holds inputs kept for those labels).
-    pub fn mark_edges_stalled(&self, executions: u64) -> Result<(), LabelfuzzError> {
-        self.write_atomic(
-            Path::new(EDGES_STALLED),
-            format!("{executions}\n").as_bytes(),
-        )
-    }
-
-    /// Whether a process of this run, or of an earlier one here, saw the run's edges stall.
-    #[must_use]
-    pub fn edges_stalled(&self) -> bool {
-        self.root.join(EDGES_STALLED).exists()
-    }
-
     /// Writes `bytes` to `relative` (under the root) atomically.
     pub fn write_atomic(&self, relative: &Path, bytes: &[u8]) -> Result<(), LabelfuzzError> {
         atomic_write(&self.root.join(relative), bytes)
@@ -399,22 +380,6 @@ mod tests {
             .flatten()
             .collect();
         assert_eq!(names.len(), 1);
-        fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn a_stall_is_seen_by_every_handle_on_the_directory_and_by_a_later_run() {
-        let dir = temp_dir("stall");
-        let out = OutputDir::create(&dir).unwrap();
-        let other_client = out.clone();
-        assert!(!other_client.edges_stalled());
-        out.mark_edges_stalled(1_234_567).unwrap();
-        assert!(other_client.edges_stalled());
-        assert!(OutputDir::create(&dir).unwrap().edges_stalled());
-        assert_eq!(
-            fs::read_to_string(dir.join(EDGES_STALLED)).unwrap(),
-            "1234567\n"
-        );
         fs::remove_dir_all(dir).unwrap();
     }
 
