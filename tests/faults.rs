@@ -523,10 +523,9 @@ fn a_disk_filling_up_under_a_multi_core_run_stops_it_clearly_and_loses_nothing()
         ],
     );
     let before = settled_reproducers(&out, 3);
-    let mut filler = std::fs::File::create(disk.0.join("filler")).expect("a filler file");
-    while std::io::Write::write_all(&mut filler, &[0u8; 1 << 16]).is_ok() {}
-    drop(filler);
+    let filler = Filler::start(disk.0.join("filler"));
     let output = running.wait(Duration::from_secs(60));
+    drop(filler);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
@@ -549,6 +548,43 @@ fn a_disk_filling_up_under_a_multi_core_run_stops_it_clearly_and_loses_nothing()
         summary["crashes"].as_array().map_or(0, Vec::len) >= 3,
         "{summary}"
     );
+}
+
+/// A thread filling the disk for as long as it lives, as another program writing there would:
+/// filled only once, the page of a file the fuzzer was replacing at that moment comes free
+/// again, and its later rewrites of small files would go on fitting in that one page.
+struct Filler {
+    filling: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Filler {
+    fn start(path: PathBuf) -> Filler {
+        let filling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let still_filling = std::sync::Arc::clone(&filling);
+        let thread = std::thread::spawn(move || {
+            let mut file = std::fs::File::create(path).expect("a filler file");
+            while still_filling.load(std::sync::atomic::Ordering::Relaxed) {
+                if std::io::Write::write_all(&mut file, &[0u8; 1 << 12]).is_err() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        Filler {
+            filling,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Filler {
+    fn drop(&mut self) {
+        self.filling
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Sends `signal` to process `pid`.
