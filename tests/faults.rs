@@ -74,7 +74,8 @@ fn nothing_partial(out: &Path) {
 #[test]
 fn a_second_run_on_the_same_output_directory_is_refused_and_the_first_loses_nothing() {
     let fuzzer = build_fuzzer("planted");
-    let out = scratch("faults-shared").join("out");
+    let scratch_dir = scratch("faults-shared");
+    let out = scratch_dir.join("out");
     let out_arg = out.to_str().unwrap();
     let before = first_run(&fuzzer, &out);
     let running = Group::start(&fuzzer, &["-o", out_arg, "--max-time", "60"]);
@@ -115,7 +116,8 @@ fn a_second_run_on_the_same_output_directory_is_refused_and_the_first_loses_noth
 #[test]
 fn a_damaged_summary_and_state_file_and_foreign_files_do_not_stop_a_resumed_run() {
     let fuzzer = build_fuzzer("planted");
-    let out = scratch("faults-damaged").join("out");
+    let scratch_dir = scratch("faults-damaged");
+    let out = scratch_dir.join("out");
     let before = first_run(&fuzzer, &out);
     std::fs::write(out.join("summary.json"), b"{\"crashes\": [{\"inp").expect("damage");
     let state = out.join("corpus.json");
@@ -469,7 +471,8 @@ fn settled_reproducers(out: &Path, count: usize) -> BTreeMap<PathBuf, Vec<u8>> {
 #[test]
 fn a_reproducer_deleted_or_replaced_during_the_run_is_written_again() {
     let fuzzer = build_fuzzer("planted");
-    let out = scratch("faults-deleted").join("out");
+    let scratch_dir = scratch("faults-deleted");
+    let out = scratch_dir.join("out");
     let out_arg = out.to_str().unwrap();
     let running = Group::start(&fuzzer, &["-o", out_arg, "--max-time", "60", "--seed", "1"]);
     let reproducers = || reproducer_files(&out);
@@ -619,7 +622,8 @@ fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory(
     // SIGKILL, as the kernel's out-of-memory killer sends it: no state is saved, and LibAFL's
     // supervisor alone would abort instead of starting another process.
     for cores in [false, true] {
-        let out = scratch(&format!("faults-killed-client-{cores}")).join("out");
+        let scratch_dir = scratch(&format!("faults-killed-client-{cores}"));
+        let out = scratch_dir.join("out");
         let (running, before) = planted_run(&out, cores, "40");
         let supervisor = if cores {
             first_child(running.pid())
@@ -659,7 +663,8 @@ fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_e
     // the kill, or the corpus is never run again (the table starts over from the empty input
     // and `corpus/` follows it). And the run goes on: its clock and series do not start over.
     let fuzzer = build_fuzzer("faults");
-    let out = scratch("faults-killed-with-restarting-reproducers").join("out");
+    let scratch_dir = scratch("faults-killed-with-restarting-reproducers");
+    let out = scratch_dir.join("out");
     let secs = 30;
     let started = std::time::Instant::now();
     let running = Group::start(
@@ -713,7 +718,8 @@ fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_e
 
 #[test]
 fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly() {
-    let out = scratch("faults-killed-broker").join("out");
+    let scratch_dir = scratch("faults-killed-broker");
+    let out = scratch_dir.join("out");
     let (running, before) = planted_run(&out, true, "120");
     running.signal_leader(libc::SIGKILL);
     // `wait` fails unless every supervisor and client of the group ends within 10 s.
@@ -732,7 +738,8 @@ fn killing_the_launching_process_of_a_multi_core_run_stops_every_client_cleanly(
 
 #[test]
 fn a_supervisor_stopped_for_a_while_holds_nothing_up() {
-    let out = scratch("faults-stopped-supervisor").join("out");
+    let scratch_dir = scratch("faults-stopped-supervisor");
+    let out = scratch_dir.join("out");
     let (running, before) = planted_run(&out, true, "100");
     let supervisor = first_child(running.pid());
     // A minute, as a machine under memory pressure or a debugger may hold one.

@@ -756,7 +756,8 @@ fn a_read_only_output_directory_is_refused_before_fuzzing_and_left_as_it_was() {
 #[test]
 fn a_dictionary_token_opens_a_keyword_that_mutations_alone_do_not() {
     let fuzzer = build_fuzzer("keywords");
-    let dict = scratch("dict").join("keywords.dict");
+    let scratch_dir = scratch("dict");
+    let dict = scratch_dir.join("keywords.dict");
     std::fs::write(
         &dict,
         "# libFuzzer format\nmagic=\"labelfuzz-magic-header\"\n",
@@ -789,7 +790,7 @@ fn a_dictionary_token_opens_a_keyword_that_mutations_alone_do_not() {
     assert!(found(&[&spelled]), "libFuzzer's -dict= opens it");
     assert!(found(&["-x", dict.to_str().unwrap()]), "AFL's -x opens it");
 
-    let bad = scratch("dict").join("bad.dict");
+    let bad = scratch_dir.join("bad.dict");
     std::fs::write(&bad, "\"ok\"\nnot quoted\n").unwrap();
     let out = scratch("dict-bad");
     let result = run(

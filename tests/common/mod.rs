@@ -48,12 +48,45 @@ pub fn build_fuzzer_as(name: &str, mode: labelfuzz_build::Mode) -> PathBuf {
     }
 }
 
-/// A fresh, empty scratch directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh, empty scratch directory for one test; see [`Scratch`].
+pub fn scratch(name: &str) -> Scratch {
     let dir = root().join("target/test-scratch").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
+    Scratch(dir)
+}
+
+/// A test's scratch directory, removed when the test passes and kept when it fails (to look
+/// at). The suite builds dozens of instrumented binaries and checkouts into these; kept all
+/// together they came to gigabytes, and a CI machine with a smaller disk ran out of space.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Runs `fuzzer` with `args`, quietly.
