@@ -786,12 +786,15 @@ fn on_cpu_zero(command: &mut std::process::Command) -> &mut std::process::Comman
 #[test]
 fn a_machine_that_keeps_the_fuzzer_waiting_for_a_cpu_does_not_make_hangs() {
     // Each execution computes for 20 ms; nine spinning processes on the fuzzer's CPU leave it a
-    // tenth of it, so an execution lasts about 200 ms of wall time, eight times the 25 ms
-    // timeout (and under the twentyfold stretch a starved execution gets), while the target
-    // itself is never slow. Those are not hangs. The short timeout makes the timers fire many
-    // times an execution: that is when one found the fuzzing thread with a signal pending, the
-    // kernel gave it to the memory watcher's thread, and judged from there the waiting thread
-    // looked hung (most runs here, before the signal went on to the fuzzing thread).
+    // tenth of it, so an execution lasts about 200 ms of wall time, four times the 50 ms
+    // timeout, while the target itself is never slow. Those are not hangs. The stretch a
+    // starved execution gets is capped at twenty timeouts (1 s): the margin is for whatever
+    // else the machine runs on that CPU (under CI, the other tests' builds and fuzzers; with
+    // a 25 ms timeout, fourteen more busy processes there made a hang). The short windows make
+    // the timers fire many times an execution: that is when one found the fuzzing thread with
+    // a signal pending, the kernel gave it to the memory watcher's thread, and judged from
+    // there the waiting thread looked hung (most runs here, before the signal went on to the
+    // fuzzing thread).
     let fuzzer = build_fuzzer("hostile");
     let dir = scratch("faults-starved");
     let hogs = Hogs(
@@ -804,7 +807,7 @@ fn a_machine_that_keeps_the_fuzzer_waiting_for_a_cpu_does_not_make_hangs() {
             .collect(),
     );
     let output = on_cpu_zero(&mut std::process::Command::new(fuzzer))
-        .args(["-q", "-o", "out", "--runs", "40", "--timeout", "25"])
+        .args(["-q", "-o", "out", "--runs", "40", "--timeout", "50"])
         .env("HOSTILE", "busy")
         .current_dir(&dir)
         .output()
