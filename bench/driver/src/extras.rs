@@ -1,7 +1,7 @@
 //! The benchmark's smaller sections, chosen with `BENCH_ONLY`: `empty` (each fuzzer's own cost
 //! per execution), `planted` (seconds to each planted bug and reproducer length), the
-//! `scaling` and `soak` sections of [`crate::scaling`] and the grammar sections of
-//! [`crate::grammars`].
+//! `scaling` and `soak` sections of [`crate::scaling`], the grammar sections of
+//! [`crate::grammars`] and the coverage gaps of [`crate::gaps`].
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -284,6 +284,9 @@ pub fn run(only: &[String], work: &Path) -> String {
     }
     if wanted("grammars") {
         return crate::grammars::grammars(work);
+    }
+    if wanted("gaps") {
+        return crate::gaps::gaps(work);
     }
     let secs = env_secs("BENCH_SECS", 60);
     let empty_secs = env_secs("BENCH_EMPTY_SECS", 10);

@@ -27,7 +27,9 @@
 //!   `<!-- bench:<secs>s:begin -->` and `<!-- bench:<secs>s:end -->` (plots to
 //!   `docs/bench/<secs>s/`);
 //! - `BENCH_ONLY=empty,planted,scaling`, `sql-hooks`, `grammars`, `soak` or `kill-trials` runs
-//!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`); with
+//!   those smaller sections instead (see `extras.rs`, `grammars.rs` and `scaling.rs`), and
+//!   `BENCH_ONLY=gaps` (with `BENCH_SECS` and `BENCH_TARGETS`) lists what the other fuzzers'
+//!   final corpora of the runs kept here cover and labelfuzz's do not (`gaps.rs`); with
 //!   `BENCH_PUBLISH` their text goes between `<!-- bench:<BENCH_ONLY>:begin -->` and its end,
 //!   with the command, processor and commit that produced it;
 //! - `BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
@@ -40,6 +42,7 @@
 mod ablation;
 mod extras;
 mod fuzzers;
+mod gaps;
 mod grammars;
 mod kill_trials;
 mod ledger;

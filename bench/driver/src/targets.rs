@@ -119,7 +119,7 @@ impl Target {
                 libfuzzer: build_native(self.name, Some("libfuzzer")),
                 afl: build_native(self.name, Some("afl")),
                 afl_cmplog: build_native(self.name, Some("afl-cmplog")),
-                coverage: build_native(self.name, Some("coverage")),
+                coverage: self.coverage_build(),
                 seeds: Vec::new(),
                 aflpp: install_aflpp(),
                 labelfuzz_flipped: Vec::new(),
@@ -129,7 +129,7 @@ impl Target {
                 libfuzzer: build_rust_twin(RustBuild::Libfuzzer).join(self.name),
                 afl: build_rust_twin(RustBuild::Afl { cmplog: false }).join(self.name),
                 afl_cmplog: build_rust_twin(RustBuild::Afl { cmplog: true }).join(self.name),
-                coverage: build_rust_twin(RustBuild::Coverage).join(self.name),
+                coverage: self.coverage_build(),
                 seeds: Vec::new(),
                 aflpp: install_aflpp(),
                 labelfuzz_flipped: Vec::new(),
@@ -168,6 +168,14 @@ impl Target {
             seeds,
             labelfuzz_flipped,
             ..builds
+        }
+    }
+
+    /// Builds the source-based coverage build alone (the caller holds the [`BuildLock`]).
+    pub fn coverage_build(&self) -> PathBuf {
+        match self.kind {
+            Kind::Native => build_native(self.name, Some("coverage")),
+            Kind::Rust => build_rust_twin(RustBuild::Coverage).join(self.name),
         }
     }
 
