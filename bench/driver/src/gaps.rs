@@ -247,6 +247,42 @@ fn differences(labelfuzz: &Covered, other: &Covered) -> Vec<FunctionGap> {
     gaps
 }
 
+/// Writes the table of `rows` (the functions where `other` reaches what labelfuzz does not),
+/// the first [`MOST_FUNCTIONS`] of them, then the rest as one line.
+fn write_gaps(text: &mut String, rows: &[FunctionGap], other: &str, unit: &str) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "| function | file | lines | {unit} only {other} reaches | only labelfuzz, same function |\n\
+         |---|---|---|---:|---:|"
+    );
+    for gap in rows.iter().take(MOST_FUNCTIONS) {
+        let file = Path::new(&gap.file)
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or(&gap.file);
+        let _ = writeln!(
+            text,
+            "| {} | {file} | {}–{} | {} | {} |",
+            gap.function, gap.lines.0, gap.lines.1, gap.only_other, gap.only_labelfuzz
+        );
+    }
+    if rows.len() > MOST_FUNCTIONS {
+        let rest: usize = rows[MOST_FUNCTIONS..]
+            .iter()
+            .map(|gap| gap.only_other)
+            .sum();
+        let _ = writeln!(
+            text,
+            "| {} more functions | | | {rest} | |",
+            rows.len() - MOST_FUNCTIONS
+        );
+    }
+    text.push('\n');
+}
+
 /// The functions listed per fuzzer and target.
 const MOST_FUNCTIONS: usize = 12;
 
@@ -325,38 +361,12 @@ pub fn gaps(work: &Path) -> String {
                 labelfuzz.points.len(),
                 fuzzer.name(),
             );
-            let rows = differences(labelfuzz, other);
-            if rows.is_empty() {
-                continue;
-            }
-            let _ = writeln!(
-                text,
-                "| function | file | lines | {unit} only {} reaches | only labelfuzz, same function |\n|---|---|---|---:|---:|",
-                fuzzer.name()
+            write_gaps(
+                &mut text,
+                &differences(labelfuzz, other),
+                fuzzer.name(),
+                unit,
             );
-            for gap in rows.iter().take(MOST_FUNCTIONS) {
-                let file = Path::new(&gap.file)
-                    .file_name()
-                    .and_then(|name| name.to_str())
-                    .unwrap_or(&gap.file);
-                let _ = writeln!(
-                    text,
-                    "| {} | {file} | {}–{} | {} | {} |",
-                    gap.function, gap.lines.0, gap.lines.1, gap.only_other, gap.only_labelfuzz
-                );
-            }
-            if rows.len() > MOST_FUNCTIONS {
-                let rest: usize = rows[MOST_FUNCTIONS..]
-                    .iter()
-                    .map(|gap| gap.only_other)
-                    .sum();
-                let _ = writeln!(
-                    text,
-                    "| {} more functions | | | {rest} | |",
-                    rows.len() - MOST_FUNCTIONS
-                );
-            }
-            text.push('\n');
         }
     }
     text
