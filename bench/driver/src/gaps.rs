@@ -118,7 +118,10 @@ fn read_lcov(text: &str, lines: bool, keep: impl Fn(&str) -> bool) -> Covered {
 }
 
 /// Whether `file` is the library's, as the tables count it: not the harness, the system's or
-/// the Rust toolchain's.
+/// the Rust toolchain's. The same test as `yardstick::library_coverage`'s, and [`llvm_cov`] the
+/// same choice as its `tools`: yardstick.rs is in every fuzzer's run fingerprint
+/// (`ledger::sources`), so exposing them there would make every record stale; merge them the
+/// next time the yardstick changes anyway.
 fn library_file(target: &Target, file: &str) -> bool {
     !(target.is_harness(file)
         || file.starts_with("/usr/")
@@ -180,9 +183,17 @@ fn coverage_of(
     let lines = target.kind == Kind::Rust;
     // The yardstick replays and merges into `merged.profdata` in its scratch directory; the
     // export here reads that profile again, whole rather than as a summary.
-    crate::yardstick::measure(target, coverage_binary, inputs, scratch, 0);
+    let summary = crate::yardstick::measure(target, coverage_binary, inputs, scratch, 0);
     let merged = scratch.join("merged.profdata");
     if !merged.exists() {
+        // No profile is only right when nothing ran; a yardstick that stopped leaving its
+        // profile behind must not read as a corpus that covers nothing.
+        assert_eq!(
+            summary,
+            crate::yardstick::Coverage::default(),
+            "the yardstick left no merged.profdata in {}",
+            scratch.display()
+        );
         return Covered::default();
     }
     let out = Command::new(llvm_cov(target.kind))
