@@ -597,6 +597,35 @@ fn send(pid: u32, signal: i32) {
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
 }
 
+/// Kills `supervisor`'s fuzzing process with SIGKILL until the next one says it starts again
+/// from the output directory. A kill that lands while the process is already ending after a
+/// crash (its state saved), or before its successor has taken that state over, loses nothing
+/// and is no kill without state: the next process is killed instead.
+fn kill_client_outright(running: &Group, supervisor: u32) {
+    const NOTICE: &str = "killed without saving its state";
+    for _ in 0..5 {
+        let client = first_child(supervisor);
+        let pid = i32::try_from(client).expect("pid fits");
+        // SAFETY: kill(2) on a process of the test's own run (which may have ended already).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        assert!(
+            wait_until(Duration::from_secs(20), || children(supervisor)
+                .iter()
+                .any(|&c| c != client)),
+            "a new fuzzing process"
+        );
+        if wait_until(Duration::from_secs(10), || {
+            running.stderr_so_far().contains(NOTICE)
+        }) {
+            return;
+        }
+    }
+    panic!(
+        "five kills, and no process started again without state:\n{}",
+        running.stderr_so_far()
+    );
+}
+
 /// Starts the planted target on `out`, on two cores when `cores`, for `secs` seconds, and
 /// waits for its three reproducers to settle.
 fn planted_run(out: &Path, cores: bool, secs: &str) -> (Group, BTreeMap<PathBuf, Vec<u8>>) {
@@ -630,14 +659,7 @@ fn a_fuzzing_process_killed_outright_is_started_again_from_the_output_directory(
         } else {
             running.pid()
         };
-        let client = first_child(supervisor);
-        send(client, libc::SIGKILL);
-        assert!(
-            wait_until(Duration::from_secs(20), || children(supervisor)
-                .iter()
-                .any(|&c| c != client)),
-            "a new fuzzing process"
-        );
+        kill_client_outright(&running, supervisor);
         let output = running.wait(Duration::from_secs(60));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{stderr}");
@@ -687,8 +709,7 @@ fn a_process_killed_outright_goes_on_from_its_corpus_even_when_its_reproducers_e
         > Duration::from_secs(10)));
     let before = common::summary(&out);
     let labels_before = before["labels"].as_u64().unwrap();
-    let client = first_child(running.pid());
-    send(client, libc::SIGKILL);
+    kill_client_outright(&running, running.pid());
     let killed_at = before["elapsed_secs"].as_f64().unwrap();
     let output = running.wait(Duration::from_secs(secs + 60));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -210,6 +210,11 @@ impl Group {
         unsafe { libc::kill(pid, signal) };
     }
 
+    /// What the run's processes wrote to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.logs[1]).unwrap_or_default()).into_owned()
+    }
+
     /// Waits for the launching process to end; kills the whole group and fails the test if it
     /// takes longer than `limit`, so that a hung run never hangs the test suite.
     pub fn wait(mut self, limit: std::time::Duration) -> Output {
