@@ -32,6 +32,39 @@ pub const COVERAGE_SHRINK_TIME: Duration = Duration::from_secs(2);
 /// (1 in 50: 12 s ten minutes in), when that is more than [`COVERAGE_SHRINK_TIME`].
 pub const COVERAGE_SHRINK_SHARE: u32 = 50;
 
+/// Under `--shrink-budget 1`, a coverage shrink past its time is ended only when its executions
+/// took this many times the run's mean execution time or more: the slow input's shrink that holds
+/// a run up (lcms), not a long shrink of inputs that run as fast as the rest (libdeflate's,
+/// which the ablation bench measured to pay off when left to finish).
+pub const SLOW_SHRINK_FACTOR: f64 = 10.0;
+
+/// The clock of the coverage shrink under way (`--shrink-budget 1`).
+#[derive(Clone, Copy, Debug)]
+struct CoverageShrinkClock {
+    /// When it began.
+    began: Instant,
+    /// The run's executions when it began.
+    executions_before: u64,
+    /// From when it may be ended.
+    deadline: Instant,
+    /// The run's mean seconds per execution when it began, times [`SLOW_SHRINK_FACTOR`]: its own
+    /// executions, on average slower than this, end it past the deadline.
+    slow_execution_secs: f64,
+}
+
+impl CoverageShrinkClock {
+    /// Whether the shrink should end at `now`, with the run at `executions`.
+    fn spent(&self, now: Instant, executions: u64) -> bool {
+        if now <= self.deadline {
+            return false;
+        }
+        let own_executions = executions.saturating_sub(self.executions_before).max(1);
+        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
+        let mean = (now - self.began).as_secs_f64() / own_executions as f64;
+        mean >= self.slow_execution_secs
+    }
+}
+
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
 #[derive(Debug)]
 pub struct Considerer {
@@ -50,8 +83,8 @@ pub struct Considerer {
     readings: [Option<(u64, u64)>; WATCHED_SITES],
     /// Whether coverage shrinks end at a deadline (`--shrink-budget 1`).
     shrink_budget: bool,
-    /// When the coverage shrink under way must end, under `shrink_budget`.
-    coverage_shrink_deadline: Option<Instant>,
+    /// The clock of the coverage shrink under way, under `shrink_budget`.
+    coverage_shrink: Option<CoverageShrinkClock>,
 }
 
 /// Maps `bytes` to printable ASCII and whitespace as libFuzzer's `-only_ascii=1` does: the top
@@ -90,13 +123,14 @@ impl Considerer {
             gate_sites: Vec::new(),
             readings: [None; WATCHED_SITES],
             shrink_budget: false,
-            coverage_shrink_deadline: None,
+            coverage_shrink: None,
         }
     }
 
-    /// Ends each coverage shrink after [`COVERAGE_SHRINK_TIME`], or the run's time so far over
-    /// [`COVERAGE_SHRINK_SHARE`] if longer, keeping what it reached (`--shrink-budget 1`): on a
-    /// target with slow inputs, one input's shrink can otherwise hold the run for minutes.
+    /// Ends each coverage shrink of slow executions ([`SLOW_SHRINK_FACTOR`]) after
+    /// [`COVERAGE_SHRINK_TIME`], or the run's time so far over [`COVERAGE_SHRINK_SHARE`] if
+    /// longer, keeping what it reached (`--shrink-budget 1`): on a target with slow inputs, one
+    /// input's shrink can otherwise hold the run for minutes.
     #[must_use]
     pub fn with_shrink_budget(mut self, shrink_budget: bool) -> Self {
         self.shrink_budget = shrink_budget;
@@ -356,19 +390,29 @@ where
         }
         let run_time = libafl_bolts::current_time().saturating_sub(*self.run.state.start_time());
         let budget = COVERAGE_SHRINK_TIME.max(run_time / COVERAGE_SHRINK_SHARE);
-        considerer.coverage_shrink_deadline = Some(Instant::now() + budget);
+        let executions_before = *self.run.state.executions();
+        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
+        let slow_execution_secs =
+            run_time.as_secs_f64() / executions_before.max(1) as f64 * SLOW_SHRINK_FACTOR;
+        let began = Instant::now();
+        considerer.coverage_shrink = Some(CoverageShrinkClock {
+            began,
+            executions_before,
+            deadline: began + budget,
+            slow_execution_secs,
+        });
     }
 
     /// Past the shrink's deadline (read from the run limits' last clock reading, not a clock
-    /// per candidate), the shrink ends: [`Outcome::Deferred`].
+    /// per candidate), a shrink of slow executions ends: [`Outcome::Deferred`].
     fn run_coverage_candidate(&mut self, input: &[u8]) -> Result<Outcome, Error> {
         let considerer = &*self.considerer;
-        let past = |deadline| {
-            considerer
-                .last_clock_reading()
-                .is_some_and(|t| t > deadline)
-        };
-        if considerer.coverage_shrink_deadline.is_some_and(past) {
+        let executions = *self.run.state.executions();
+        let spent = considerer
+            .coverage_shrink
+            .zip(considerer.last_clock_reading())
+            .is_some_and(|(clock, now)| clock.spent(now, executions));
+        if spent {
             return Ok(Outcome::Deferred);
         }
         self.run(input, true)
@@ -463,5 +507,26 @@ mod tests {
         assert!(mapped.iter().all(|&b| is_ascii_input_byte(b)));
         assert_eq!(to_ascii(b"Hello,\tworld\n"), b"Hello,\tworld\n");
         assert_eq!(to_ascii(&[0x00, 0xc1, 0x7f]), b" A ");
+    }
+
+    #[test]
+    fn a_coverage_shrink_past_its_time_ends_only_when_its_executions_are_slow() {
+        let began = Instant::now();
+        // The run's mean: 1 ms per execution, so 10 ms or more is slow.
+        let clock = CoverageShrinkClock {
+            began,
+            executions_before: 1000,
+            deadline: began + Duration::from_secs(2),
+            slow_execution_secs: 0.001 * SLOW_SHRINK_FACTOR,
+        };
+        let at = |secs| began + Duration::from_secs(secs);
+        // Within its time, even 100 ms per execution goes on.
+        assert!(!clock.spent(at(1), 1010));
+        // Past it, at the run's pace (3 s for 3000 executions), it goes on...
+        assert!(!clock.spent(at(3), 4000));
+        // ...and ends at 3 s for 30 executions (100 ms each),
+        assert!(clock.spent(at(3), 1030));
+        // or with none run since it began.
+        assert!(clock.spent(at(3), 1000));
     }
 }
