@@ -60,7 +60,7 @@ pub struct Config {
     pub regular_runs: bool,
     /// Slow inputs are picked in proportion to their speed (`--charge-exec-time 1`).
     pub charge_exec_time: bool,
-    /// Coverage shrinks end at a deadline (`--shrink-budget 1`).
+    /// Coverage shrinks of slow executions end at a deadline (`--shrink-budget 1`).
     pub shrink_budget: bool,
     /// The progress line's format.
     pub progress: crate::progress::ProgressStyle,

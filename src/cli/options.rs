@@ -131,9 +131,9 @@ pub struct Options {
     /// End each coverage shrink after 2 s, or 1/50 of the run's time so far if longer, when its
     /// executions are slow (10 times the run's mean or more), keeping what it reached (1: on,
     /// 0: off): on a target with slow inputs (lcms), one input's shrink can otherwise hold a
-    /// ten-minute run for minutes. Off until the ablation bench (`BENCH_ABLATION=shrink-budget`)
-    /// has measured it.
-    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    /// ten-minute run for minutes. On by default, as chosen by the ablation bench
+    /// (docs/benchmark.md).
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub shrink_budget: u8,
 
     /// Progress lines in libFuzzer's format (`#N NEW cov: … ft: … corp: …`), for tools that

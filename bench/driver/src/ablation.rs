@@ -40,7 +40,7 @@ pub enum Lever {
     RareSchedule,
     /// Slow entries picked in proportion to their speed (`--charge-exec-time 0`).
     ChargeExecTime,
-    /// Coverage shrinks that end at a deadline (off by default; `--shrink-budget 1`).
+    /// Coverage shrinks of slow executions that end at a deadline (`--shrink-budget 0`).
     ShrinkBudget,
     /// The tokens of the program's string literals that `labelfuzz-cc` embeds (`--auto-dict 0`).
     AutoDict,
@@ -94,7 +94,6 @@ impl Lever {
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
                 | Lever::RareSchedule
-                | Lever::ShrinkBudget
         )
     }
 
@@ -111,7 +110,7 @@ impl Lever {
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
-            Lever::ShrinkBudget => &["--shrink-budget", "1"],
+            Lever::ShrinkBudget => &["--shrink-budget", "0"],
             Lever::AutoDict => &["--auto-dict", "0"],
             Lever::SplitConditions => &[],
         }
@@ -136,7 +135,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
-            Lever::ShrinkBudget => "labelfuzz with shrink-budget",
+            Lever::ShrinkBudget => "labelfuzz without shrink-budget",
             Lever::AutoDict => "labelfuzz without auto-dict",
             Lever::SplitConditions => "labelfuzz without split-conditions",
         }
@@ -155,7 +154,7 @@ impl Lever {
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
-            Lever::ShrinkBudget => "labelfuzz-with-shrink-budget",
+            Lever::ShrinkBudget => "labelfuzz-no-shrink-budget",
             Lever::AutoDict => "labelfuzz-no-auto-dict",
             Lever::SplitConditions => "labelfuzz-no-split-conditions",
         }
