@@ -7,7 +7,6 @@
 //! failed one is repaired: a mutant, and each shrink candidate, as the core's oracle allows.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use labelfuzz_core::consider::{self as core, CrashShrinker, Oracle, Outcome};
 use libafl::executors::HasObservers;
@@ -23,47 +22,8 @@ use crate::gates::{Gate, Gates, WatchedGates};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
+use crate::shrink_budget::CoverageShrinkClock;
 use labelfuzz_runtime::gate_watch::{self, WATCHED_SITES};
-
-/// The least time one coverage shrink gets under `--shrink-budget 1`.
-pub const COVERAGE_SHRINK_TIME: Duration = Duration::from_secs(2);
-
-/// Under `--shrink-budget 1`, one coverage shrink also gets this share of the run's time so far
-/// (1 in 50: 12 s ten minutes in), when that is more than [`COVERAGE_SHRINK_TIME`].
-pub const COVERAGE_SHRINK_SHARE: u32 = 50;
-
-/// Under `--shrink-budget 1`, a coverage shrink past its time is ended only when its executions
-/// took this many times the run's mean execution time or more: the slow input's shrink that holds
-/// a run up (lcms), not a long shrink of inputs that run as fast as the rest (libdeflate's,
-/// which the ablation bench measured to pay off when left to finish).
-pub const SLOW_SHRINK_FACTOR: f64 = 10.0;
-
-/// The clock of the coverage shrink under way (`--shrink-budget 1`).
-#[derive(Clone, Copy, Debug)]
-struct CoverageShrinkClock {
-    /// When it began.
-    began: Instant,
-    /// The run's executions when it began.
-    executions_before: u64,
-    /// From when it may be ended.
-    deadline: Instant,
-    /// The run's mean seconds per execution when it began, times [`SLOW_SHRINK_FACTOR`]: its own
-    /// executions, on average slower than this, end it past the deadline.
-    slow_execution_secs: f64,
-}
-
-impl CoverageShrinkClock {
-    /// Whether the shrink should end at `now`, with the run at `executions`.
-    fn spent(&self, now: Instant, executions: u64) -> bool {
-        if now <= self.deadline {
-            return false;
-        }
-        let own_executions = executions.saturating_sub(self.executions_before).max(1);
-        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
-        let mean = (now - self.began).as_secs_f64() / own_executions as f64;
-        mean >= self.slow_execution_secs
-    }
-}
 
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).
 #[derive(Debug)]
@@ -127,9 +87,8 @@ impl Considerer {
         }
     }
 
-    /// Ends each coverage shrink of slow executions ([`SLOW_SHRINK_FACTOR`]) after
-    /// [`COVERAGE_SHRINK_TIME`], or the run's time so far over [`COVERAGE_SHRINK_SHARE`] if
-    /// longer, keeping what it reached (`--shrink-budget 1`): on a target with slow inputs, one
+    /// Ends each coverage shrink of slow executions at its time, keeping what it reached
+    /// (`--shrink-budget 1`, [`crate::shrink_budget`]): on a target with slow inputs, one
     /// input's shrink can otherwise hold the run for minutes.
     #[must_use]
     pub fn with_shrink_budget(mut self, shrink_budget: bool) -> Self {
@@ -389,18 +348,10 @@ where
             return;
         }
         let run_time = libafl_bolts::current_time().saturating_sub(*self.run.state.start_time());
-        let budget = COVERAGE_SHRINK_TIME.max(run_time / COVERAGE_SHRINK_SHARE);
-        let executions_before = *self.run.state.executions();
-        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
-        let slow_execution_secs =
-            run_time.as_secs_f64() / executions_before.max(1) as f64 * SLOW_SHRINK_FACTOR;
-        let began = Instant::now();
-        considerer.coverage_shrink = Some(CoverageShrinkClock {
-            began,
-            executions_before,
-            deadline: began + budget,
-            slow_execution_secs,
-        });
+        considerer.coverage_shrink = Some(CoverageShrinkClock::begin(
+            run_time,
+            *self.run.state.executions(),
+        ));
     }
 
     /// Past the shrink's deadline (read from the run limits' last clock reading, not a clock
@@ -507,26 +458,5 @@ mod tests {
         assert!(mapped.iter().all(|&b| is_ascii_input_byte(b)));
         assert_eq!(to_ascii(b"Hello,\tworld\n"), b"Hello,\tworld\n");
         assert_eq!(to_ascii(&[0x00, 0xc1, 0x7f]), b" A ");
-    }
-
-    #[test]
-    fn a_coverage_shrink_past_its_time_ends_only_when_its_executions_are_slow() {
-        let began = Instant::now();
-        // The run's mean: 1 ms per execution, so 10 ms or more is slow.
-        let clock = CoverageShrinkClock {
-            began,
-            executions_before: 1000,
-            deadline: began + Duration::from_secs(2),
-            slow_execution_secs: 0.001 * SLOW_SHRINK_FACTOR,
-        };
-        let at = |secs| began + Duration::from_secs(secs);
-        // Within its time, even 100 ms per execution goes on.
-        assert!(!clock.spent(at(1), 1010));
-        // Past it, at the run's pace (3 s for 3000 executions), it goes on...
-        assert!(!clock.spent(at(3), 4000));
-        // ...and ends at 3 s for 30 executions (100 ms each),
-        assert!(clock.spent(at(3), 1030));
-        // or with none run since it began.
-        assert!(clock.spent(at(3), 1000));
     }
 }

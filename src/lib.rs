@@ -69,6 +69,7 @@ pub mod progress;
 pub mod report;
 pub mod scheduler;
 pub mod seen;
+pub mod shrink_budget;
 pub mod side_labels;
 pub mod stages;
 pub mod start;
