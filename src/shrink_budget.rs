@@ -34,9 +34,7 @@ pub(crate) struct CoverageShrinkClock {
 impl CoverageShrinkClock {
     /// The clock of a shrink beginning now, `run_time` and `executions` into the run.
     pub(crate) fn begin(run_time: Duration, executions: u64) -> Self {
-        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
-        let slow_execution_secs =
-            run_time.as_secs_f64() / executions.max(1) as f64 * SLOW_SHRINK_FACTOR;
+        let slow_execution_secs = secs_per_execution(run_time, executions) * SLOW_SHRINK_FACTOR;
         let began = Instant::now();
         CoverageShrinkClock {
             began,
@@ -51,11 +49,16 @@ impl CoverageShrinkClock {
         if now <= self.deadline {
             return false;
         }
-        let own_executions = executions.saturating_sub(self.executions_before).max(1);
-        #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
-        let mean = (now - self.began).as_secs_f64() / own_executions as f64;
-        mean >= self.slow_execution_secs
+        let own_executions = executions.saturating_sub(self.executions_before);
+        secs_per_execution(now - self.began, own_executions) >= self.slow_execution_secs
     }
+}
+
+/// The mean seconds per execution of `executions` that took `time` (all of it: none ran).
+fn secs_per_execution(time: Duration, executions: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // a mean: precision beyond 2^52 executions is moot
+    let executions = executions.max(1) as f64;
+    time.as_secs_f64() / executions
 }
 
 #[cfg(test)]
