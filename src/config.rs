@@ -58,6 +58,8 @@ pub struct Config {
     /// Expansions also append a run of one repeated byte and the input doubled
     /// (`--regular-runs 1`).
     pub regular_runs: bool,
+    /// Havoc also inserts and writes runs of 17 to 4096 repeated bytes (`--long-runs 1`).
+    pub long_runs: bool,
     /// Slow inputs are picked in proportion to their speed (`--charge-exec-time 1`).
     pub charge_exec_time: bool,
     /// Coverage shrinks of slow executions end at a deadline (`--shrink-budget 1`).

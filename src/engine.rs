@@ -14,19 +14,21 @@ use libafl::executors::hooks::inprocess::HasTimeout;
 use libafl::executors::hooks::timer::TimerStruct;
 use libafl::executors::{ExitKind, InProcessExecutor};
 use libafl::inputs::BytesInput;
-use libafl::mutators::{havoc_mutations, tokens_mutations, HavocScheduledMutator, Tokens};
+use libafl::mutators::{
+    havoc_mutations, tokens_mutations, HavocScheduledMutator, MutatorsTuple, Tokens,
+};
 use libafl::stages::Stage;
 use libafl::state::{HasCurrentStageId, HasMaxSize, StdState, Stoppable};
 use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
-use libafl_bolts::tuples::{tuple_list, Handled, Merge};
+use libafl_bolts::tuples::{tuple_list, Handled, Merge, NamedTuple};
 
 use crate::config::{CmpProgress, Config, Mode};
 use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer};
 use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
 use crate::feedback::{CrashLabelFeedback, LabelFeedback};
-use crate::mutators::DynMutator;
+use crate::mutators::{DynMutator, LongRunMutator};
 use crate::output::OutputDir;
 use crate::report::{Client, Records, Reporter, Summary};
 use crate::scheduler::LabelScheduler;
@@ -71,20 +73,38 @@ impl<EM> ClientManager for EM where
 /// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
 /// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
 /// tokens (the dictionary's and the program's), they go into the state and the token mutations
-/// join.
-fn havoc_mutator(state: &mut State, token_lists: [&[Vec<u8>]; 2]) -> DynMutator<BytesInput, State> {
-    if token_lists.iter().all(|list| list.is_empty()) {
-        return DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
-            havoc_mutations(),
-            HAVOC_STACK_POW,
-        )));
+/// join; with `long_runs`, so does [`LongRunMutator`].
+fn havoc_mutator(
+    state: &mut State,
+    token_lists: [&[Vec<u8>]; 2],
+    long_runs: bool,
+) -> DynMutator<BytesInput, State> {
+    let with_tokens = token_lists.iter().any(|list| !list.is_empty());
+    if with_tokens {
+        let tokens = state.metadata_or_insert_with(Tokens::default);
+        for token in token_lists.into_iter().flatten() {
+            tokens.add_token(token);
+        }
     }
-    let tokens = state.metadata_or_insert_with(Tokens::default);
-    for token in token_lists.into_iter().flatten() {
-        tokens.add_token(token);
+    match (with_tokens, long_runs) {
+        (false, false) => stacked(havoc_mutations()),
+        (false, true) => stacked(havoc_mutations().merge(tuple_list!(LongRunMutator))),
+        (true, false) => stacked(havoc_mutations().merge(tokens_mutations())),
+        (true, true) => stacked(
+            havoc_mutations()
+                .merge(tokens_mutations())
+                .merge(tuple_list!(LongRunMutator)),
+        ),
     }
+}
+
+/// `mutations` stacked up to [`HAVOC_STACK_POW`] deep, behind the one havoc mutator type.
+fn stacked<MT>(mutations: MT) -> DynMutator<BytesInput, State>
+where
+    MT: MutatorsTuple<BytesInput, State> + NamedTuple + 'static,
+{
     DynMutator(Box::new(HavocScheduledMutator::with_max_stack_pow(
-        havoc_mutations().merge(tokens_mutations()),
+        mutations,
         HAVOC_STACK_POW,
     )))
 }
@@ -178,7 +198,11 @@ fn fuzz_until_done<EM: ClientManager>(
     let repair = config.cmplog > 0 && config.cmplog_repair;
     let havoc = HavocStage::new(
         considerer_for(config, &crash_handle),
-        havoc_mutator(run.state, [&config.dictionary, &config.program_tokens]),
+        havoc_mutator(
+            run.state,
+            [&config.dictionary, &config.program_tokens],
+            config.long_runs,
+        ),
         config.havoc,
         config.max_len,
     )

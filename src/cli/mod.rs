@@ -133,6 +133,7 @@ impl Options {
             value_profile: self.use_value_profile,
             cmp_progress: crate::config::CmpProgress::from_flag(self.cmp_progress),
             regular_runs: self.regular_runs == 1,
+            long_runs: self.long_runs == 1,
             charge_exec_time: self.charge_exec_time == 1,
             shrink_budget: self.shrink_budget == 1,
             progress: if self.libfuzzer_progress {

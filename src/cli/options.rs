@@ -122,6 +122,12 @@ pub struct Options {
     #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub regular_runs: u8,
 
+    /// Long runs in havoc (1: on, 0: off): a mutation that inserts 17 to 4096 copies of one
+    /// byte, or writes them over the input, where LibAFL's own change at most 16 bytes; the
+    /// long regular fields of compressed blocks and sized tables, as AFL++'s havoc makes them.
+    #[arg(long, value_name = "0|1", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub long_runs: u8,
+
     /// Charge slow inputs for their time (1: on, 0: off): a label whose best input runs slower
     /// per execution than the run's average is fuzzed only in proportion, so that each input
     /// gets a like share of the time rather than of the picks (AFL++'s performance score).

@@ -1,7 +1,7 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
-//! cmplog-colorize,cmplog-repair,havoc,regular-runs,rare-schedule,charge-exec-time,auto-dict,
-//! split-conditions`): labelfuzz with one lever flipped from its
-//! default against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
+//! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,rare-schedule,charge-exec-time,
+//! shrink-budget,auto-dict,split-conditions`): labelfuzz with one lever flipped from its default
+//! against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
 //! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
@@ -35,6 +35,8 @@ pub enum Lever {
     /// Repeated-byte runs and the doubled input among the expansions (off by default;
     /// `--regular-runs 1`).
     RegularRuns,
+    /// Havoc's runs of 17 to 4096 repeated bytes (off by default; `--long-runs 1`).
+    LongRuns,
     /// Labels picked by rarity and payoff instead of uniformly (off by default;
     /// `--schedule rare`).
     RareSchedule,
@@ -51,7 +53,7 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 13] = [
+    pub const ALL: [Lever; 14] = [
         Lever::CmpProgress,
         Lever::CmpProgressFromStart,
         Lever::Cmplog,
@@ -60,6 +62,7 @@ impl Lever {
         Lever::CmplogRepair,
         Lever::Havoc,
         Lever::RegularRuns,
+        Lever::LongRuns,
         Lever::RareSchedule,
         Lever::ChargeExecTime,
         Lever::ShrinkBudget,
@@ -78,6 +81,7 @@ impl Lever {
             Lever::CmplogRepair => "cmplog-repair",
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
+            Lever::LongRuns => "long-runs",
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
             Lever::ShrinkBudget => "shrink-budget",
@@ -93,6 +97,7 @@ impl Lever {
             Lever::CmpProgressFromStart
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
+                | Lever::LongRuns
                 | Lever::RareSchedule
         )
     }
@@ -108,6 +113,7 @@ impl Lever {
             Lever::CmplogRepair => &["--cmplog-repair", "0"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
+            Lever::LongRuns => &["--long-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
             Lever::ShrinkBudget => &["--shrink-budget", "0"],
@@ -133,6 +139,7 @@ impl Lever {
             Lever::CmplogRepair => "labelfuzz without cmplog-repair",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
+            Lever::LongRuns => "labelfuzz with long-runs",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz without shrink-budget",
@@ -152,6 +159,7 @@ impl Lever {
             Lever::CmplogRepair => "labelfuzz-no-cmplog-repair",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
+            Lever::LongRuns => "labelfuzz-with-long-runs",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz-no-shrink-budget",
