@@ -446,7 +446,10 @@ mod tests {
                 assert!(bytes[at..at + run].iter().all(|&b| b == bytes[at]));
             }
         }
-        assert!(inserted > 100 && written > 100, "{inserted} inserted, {written} written");
+        assert!(
+            inserted > 100 && written > 100,
+            "{inserted} inserted, {written} written"
+        );
         // No room and too short to write over: nothing to do.
         state.max_size = 20;
         let mut short = BytesInput::new(vec![1; 10]);

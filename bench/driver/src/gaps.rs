@@ -12,11 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::fuzzers::{run_dir, Fuzzer};
 use crate::targets::{Kind, Target, TARGETS};
-use crate::util::{env_secs, files_in, fresh_dir, host_triple, root, BuildLock};
+use crate::util::{env_secs, files_in, fresh_dir, root, BuildLock};
 
 /// One covered point of the library: a branch side (file, line, block, branch index in LCOV's
 /// numbering) or a line (block and branch `u32::MAX`).
@@ -129,24 +128,6 @@ fn library_file(target: &Target, file: &str) -> bool {
         || file.contains("/.rustup/"))
 }
 
-/// The `llvm-cov` that reads `kind`'s profiles (the yardstick's: LLVM 19 for C, rustc's own for
-/// Rust).
-fn llvm_cov(kind: Kind) -> PathBuf {
-    match kind {
-        Kind::Native => "llvm-cov-19".into(),
-        Kind::Rust => {
-            let out = Command::new("rustc")
-                .args(["--print", "sysroot"])
-                .output()
-                .expect("rustc runs");
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-                .join("lib/rustlib")
-                .join(host_triple())
-                .join("bin/llvm-cov")
-        }
-    }
-}
-
 /// The inputs of `fuzzer`'s runs on `target` kept under `bench`: the last snapshot of each seed,
 /// and the seeds they started from; with how many runs they come from.
 fn final_corpora(bench: &Path, target: &Target, fuzzer: Fuzzer) -> (Vec<PathBuf>, usize) {
@@ -196,18 +177,9 @@ fn coverage_of(
         );
         return Covered::default();
     }
-    let out = Command::new(llvm_cov(target.kind))
-        .args(["export", "-format=lcov", "-num-threads=1", "-instr-profile"])
-        .arg(&merged)
-        .arg(coverage_binary)
-        .output()
-        .expect("llvm-cov runs");
-    assert!(
-        out.status.success(),
-        "llvm-cov export failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    read_lcov(&String::from_utf8_lossy(&out.stdout), lines, |file| {
+    let lcov =
+        crate::yardstick::export(target.kind, &merged, coverage_binary, &["-format=lcov"], 0);
+    read_lcov(&String::from_utf8_lossy(&lcov), lines, |file| {
         library_file(target, file)
     })
 }

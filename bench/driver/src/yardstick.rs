@@ -108,7 +108,7 @@ pub fn measure(
     if raw.is_empty() {
         return Coverage::default();
     }
-    let (profdata, cov) = tools(target.kind);
+    let (profdata, _) = tools(target.kind);
     let merged = scratch.join("merged.profdata");
     // Pinned and single-threaded: fuzzers are running on the other cores.
     let status = Command::new("taskset")
@@ -120,16 +120,34 @@ pub fn measure(
         .status()
         .expect("llvm-profdata runs");
     assert!(status.success(), "llvm-profdata merge failed: {status}");
+    let summary = export(
+        target.kind,
+        &merged,
+        coverage_binary,
+        &["-summary-only"],
+        cpu,
+    );
+    let summary: Value = serde_json::from_slice(&summary).expect("llvm-cov JSON");
+    library_coverage(target, &summary)
+}
+
+/// `llvm-cov export` of the profile `merged` over `coverage_binary`, in the `format` its
+/// arguments ask for (`-summary-only` JSON, `-format=lcov`), pinned to `cpu`: its output.
+pub fn export(
+    kind: Kind,
+    merged: &Path,
+    coverage_binary: &Path,
+    format: &[&str],
+    cpu: usize,
+) -> Vec<u8> {
+    let (_, cov) = tools(kind);
     let out = Command::new("taskset")
         .args(["-c", &cpu.to_string()])
         .arg(&cov)
-        .args([
-            "export",
-            "-summary-only",
-            "-num-threads=1",
-            "-instr-profile",
-        ])
-        .arg(&merged)
+        .arg("export")
+        .args(format)
+        .args(["-num-threads=1", "-instr-profile"])
+        .arg(merged)
         .arg(coverage_binary)
         .output()
         .expect("llvm-cov runs");
@@ -138,8 +156,7 @@ pub fn measure(
         "llvm-cov export failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let export: Value = serde_json::from_slice(&out.stdout).expect("llvm-cov JSON");
-    library_coverage(target, &export)
+    out.stdout
 }
 
 /// Adds up the per-file summaries of an `llvm-cov export` over the library's files.
