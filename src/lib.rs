@@ -62,6 +62,7 @@ pub use labelfuzz_grammar::pattern;
 /// Grammars specialised by patterns (from `labelfuzz-grammar`).
 pub use labelfuzz_grammar::specialise;
 pub mod learned_tokens;
+pub mod long_run;
 pub mod mine;
 pub mod mutators;
 pub mod output;

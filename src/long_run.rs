@@ -1,0 +1,188 @@
+//! Havoc's long runs: one byte repeated 17 to 4096 times, inserted or written over the input.
+//!
+//! LibAFL's byte mutations change at most 16 bytes at a time, so a field that must be long and
+//! regular (a compressed block whose match length runs to 64 KiB, a table of a declared size)
+//! is otherwise reached only by stacking many of them; AFL++'s havoc has such blocks.
+
+use std::num::NonZeroUsize;
+
+use libafl_bolts::rands::Rand;
+
+/// The shortest run [`LongRunMutator`] writes: LibAFL's own byte mutations write at most 16.
+pub const MIN_LONG_RUN: usize = 17;
+
+/// The longest run [`LongRunMutator`] writes.
+pub const MAX_LONG_RUN: usize = 4096;
+
+/// A havoc mutation that inserts a run of 17 to 4096 copies of one byte anywhere in the input,
+/// or writes one over it (`--long-runs 1`): zeros, 0xff, the byte already there or a random one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LongRunMutator;
+
+impl<I, S> libafl::mutators::Mutator<I, S> for LongRunMutator
+where
+    S: libafl::state::HasRand + libafl::state::HasMaxSize,
+    I: libafl::inputs::ResizableMutator<u8> + libafl::inputs::HasMutatorBytes,
+{
+    fn mutate(
+        &mut self,
+        state: &mut S,
+        input: &mut I,
+    ) -> Result<libafl::mutators::MutationResult, libafl::Error> {
+        let size = input.mutator_bytes().len();
+        let room = state.max_size().saturating_sub(size);
+        let rand = state.rand_mut();
+        // Writing over the input keeps its length (and the length fields that describe it);
+        // inserting makes room for a run where there was none.
+        let overwrite = size >= MIN_LONG_RUN && (room < MIN_LONG_RUN || rand.coinflip(0.5));
+        let most = if overwrite { size } else { room }.min(MAX_LONG_RUN);
+        if most < MIN_LONG_RUN {
+            return Ok(libafl::mutators::MutationResult::Skipped);
+        }
+        let len = long_run_len(rand, most);
+        let at = if overwrite {
+            rand.between(0, size - len)
+        } else {
+            rand.between(0, size)
+        };
+        let value = match rand.below(NonZeroUsize::new(4).expect("4 is non-zero")) {
+            0 => 0,
+            1 => 0xff,
+            2 if size > 0 => input.mutator_bytes()[at.min(size - 1)],
+            _ => rand.next() as u8,
+        };
+        if overwrite {
+            input.mutator_bytes_mut()[at..at + len].fill(value);
+        } else {
+            input.splice(at..at, std::iter::repeat_n(value, len));
+        }
+        Ok(libafl::mutators::MutationResult::Mutated)
+    }
+
+    fn post_exec(
+        &mut self,
+        _state: &mut S,
+        _new_corpus_id: Option<libafl::corpus::CorpusId>,
+    ) -> Result<(), libafl::Error> {
+        Ok(())
+    }
+}
+
+impl libafl_bolts::Named for LongRunMutator {
+    fn name(&self) -> &std::borrow::Cow<'static, str> {
+        static NAME: std::borrow::Cow<'static, str> = std::borrow::Cow::Borrowed("LongRunMutator");
+        &NAME
+    }
+}
+
+/// A run length from [`MIN_LONG_RUN`] to `most` (at least that), as likely in each power of two
+/// as in any other: a run of 300 is as likely as one of 3000.
+fn long_run_len<R: Rand>(rand: &mut R, most: usize) -> usize {
+    let bits = |n: usize| usize::BITS - n.leading_zeros();
+    let width = rand.between(bits(MIN_LONG_RUN) as usize, bits(most) as usize);
+    let low = (1usize << (width - 1)).max(MIN_LONG_RUN);
+    let high = ((1usize << width) - 1).min(most);
+    rand.between(low, high)
+}
+
+#[cfg(test)]
+mod tests {
+    use libafl_bolts::rands::StdRand;
+
+    use super::*;
+
+    #[test]
+    fn long_run_lengths_cover_every_power_of_two_within_bounds() {
+        let mut rand = StdRand::with_seed(5);
+        let lens: Vec<usize> = (0..2000)
+            .map(|_| long_run_len(&mut rand, MAX_LONG_RUN))
+            .collect();
+        assert!(lens
+            .iter()
+            .all(|l| (MIN_LONG_RUN..=MAX_LONG_RUN).contains(l)));
+        for (low, high) in [(17, 31), (256, 511), (2048, 4095)] {
+            assert!(
+                lens.iter().any(|l| (low..=high).contains(l)),
+                "none in {low}..={high}"
+            );
+        }
+        assert!((0..100).all(|_| long_run_len(&mut rand, MIN_LONG_RUN) == MIN_LONG_RUN));
+        assert!((0..100).all(|_| long_run_len(&mut rand, 40) <= 40));
+    }
+
+    #[test]
+    fn long_runs_are_inserted_or_written_over_within_the_size_limit() {
+        use libafl::inputs::BytesInput;
+        use libafl::mutators::{MutationResult, Mutator};
+
+        let mut state = SizedState {
+            rand: StdRand::with_seed(6),
+            max_size: 600,
+        };
+        let base: Vec<u8> = (0..100u8).collect();
+        let (mut inserted, mut written) = (0, 0);
+        for _ in 0..500 {
+            let mut input = BytesInput::new(base.clone());
+            let result = LongRunMutator.mutate(&mut state, &mut input).unwrap();
+            assert_eq!(result, MutationResult::Mutated);
+            let bytes: &[u8] = input.as_ref();
+            assert!(bytes.len() <= 600);
+            let longest = longest_run(bytes);
+            assert!(longest >= MIN_LONG_RUN, "{bytes:?}");
+            if bytes.len() == base.len() {
+                written += 1;
+            } else {
+                inserted += 1;
+                // What was there is still there, around the run.
+                let run = bytes.len() - base.len();
+                let at = (0..=base.len())
+                    .find(|&at| bytes[..at] == base[..at] && bytes[at + run..] == base[at..])
+                    .expect("the input with a run inserted");
+                assert!(bytes[at..at + run].iter().all(|&b| b == bytes[at]));
+            }
+        }
+        assert!(
+            inserted > 100 && written > 100,
+            "{inserted} inserted, {written} written"
+        );
+        // No room and too short to write over: nothing to do.
+        state.max_size = 20;
+        let mut short = BytesInput::new(vec![1; 10]);
+        let result = LongRunMutator.mutate(&mut state, &mut short).unwrap();
+        assert_eq!(result, MutationResult::Skipped);
+    }
+
+    /// The least state a havoc mutation asks for: random numbers and a size limit.
+    struct SizedState {
+        rand: StdRand,
+        max_size: usize,
+    }
+
+    impl libafl::state::HasRand for SizedState {
+        type Rand = StdRand;
+        fn rand(&self) -> &StdRand {
+            &self.rand
+        }
+        fn rand_mut(&mut self) -> &mut StdRand {
+            &mut self.rand
+        }
+    }
+
+    impl libafl::state::HasMaxSize for SizedState {
+        fn max_size(&self) -> usize {
+            self.max_size
+        }
+        fn set_max_size(&mut self, max_size: usize) {
+            self.max_size = max_size;
+        }
+    }
+
+    /// The length of the longest run of one byte value in `bytes`.
+    fn longest_run(bytes: &[u8]) -> usize {
+        bytes
+            .chunk_by(|a, b| a == b)
+            .map(<[u8]>::len)
+            .max()
+            .unwrap_or(0)
+    }
+}
