@@ -177,8 +177,8 @@ fn coverage_of(
         );
         return Covered::default();
     }
-    let lcov =
-        crate::yardstick::export(target.kind, &merged, coverage_binary, &["-format=lcov"], 0);
+    let (_, cov) = crate::yardstick::tools(target.kind);
+    let lcov = crate::yardstick::export(&cov, &merged, coverage_binary, &["-format=lcov"], 0);
     read_lcov(&String::from_utf8_lossy(&lcov), lines, |file| {
         library_file(target, file)
     })

@@ -22,7 +22,7 @@ pub struct Coverage {
 
 /// `llvm-profdata` and `llvm-cov` that read the target's profiles: LLVM 19 for C (the
 /// compiler's), rustup's `llvm-tools` for Rust (rustc's own LLVM).
-fn tools(kind: Kind) -> (PathBuf, PathBuf) {
+pub fn tools(kind: Kind) -> (PathBuf, PathBuf) {
     match kind {
         Kind::Native => ("llvm-profdata-19".into(), "llvm-cov-19".into()),
         Kind::Rust => {
@@ -108,7 +108,7 @@ pub fn measure(
     if raw.is_empty() {
         return Coverage::default();
     }
-    let (profdata, _) = tools(target.kind);
+    let (profdata, cov) = tools(target.kind);
     let merged = scratch.join("merged.profdata");
     // Pinned and single-threaded: fuzzers are running on the other cores.
     let status = Command::new("taskset")
@@ -120,30 +120,24 @@ pub fn measure(
         .status()
         .expect("llvm-profdata runs");
     assert!(status.success(), "llvm-profdata merge failed: {status}");
-    let summary = export(
-        target.kind,
-        &merged,
-        coverage_binary,
-        &["-summary-only"],
-        cpu,
-    );
+    let summary = export(&cov, &merged, coverage_binary, &["-summary-only"], cpu);
     let summary: Value = serde_json::from_slice(&summary).expect("llvm-cov JSON");
     library_coverage(target, &summary)
 }
 
-/// `llvm-cov export` of the profile `merged` over `coverage_binary`, in the `format` its
-/// arguments ask for (`-summary-only` JSON, `-format=lcov`), pinned to `cpu`: its output.
+/// `llvm-cov export` (the `cov` of [`tools`]) of the profile `merged` over `coverage_binary`, in
+/// the `format` its arguments ask for (`-summary-only` JSON, `-format=lcov`), pinned to `cpu`:
+/// its output.
 pub fn export(
-    kind: Kind,
+    cov: &Path,
     merged: &Path,
     coverage_binary: &Path,
     format: &[&str],
     cpu: usize,
 ) -> Vec<u8> {
-    let (_, cov) = tools(kind);
     let out = Command::new("taskset")
         .args(["-c", &cpu.to_string()])
-        .arg(&cov)
+        .arg(cov)
         .arg("export")
         .args(format)
         .args(["-num-threads=1", "-instr-profile"])
