@@ -54,12 +54,12 @@ pub struct Config {
     pub value_profile: bool,
     /// When comparison progress labels (equal outcomes and closest operands per site) are made
     /// (`--cmp-progress`).
-    pub cmp_progress: CmpProgress,
+    pub cmp_progress: Switch,
     /// Expansions also append a run of one repeated byte and the input doubled
     /// (`--regular-runs 1`).
     pub regular_runs: bool,
-    /// Havoc also inserts and writes runs of 17 to 4096 repeated bytes (`--long-runs 1`).
-    pub long_runs: bool,
+    /// When havoc also inserts and writes runs of 17 to 4096 repeated bytes (`--long-runs`).
+    pub long_runs: Switch,
     /// Slow inputs are picked in proportion to their speed (`--charge-exec-time 1`).
     pub charge_exec_time: bool,
     /// Coverage shrinks of slow executions end at a deadline (`--shrink-budget 1`).
@@ -286,27 +286,34 @@ fn parse_cores_on(text: &str, available: usize) -> Result<Vec<usize>, String> {
     Ok(cores)
 }
 
-/// When the run makes comparison progress labels (`--cmp-progress 0|1|2`).
+/// When a part of the run that pays once edges run dry is on (`--cmp-progress 0|1|2`,
+/// `--long-runs 0|1|2`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpProgress {
+pub enum Switch {
     /// Never (`0`).
     Off,
     /// From the first execution (`1`).
     FromStart,
-    /// Once the run's edges stall (`2`, the default; [`crate::stages::EdgeStall`]), in every
+    /// Once the run's edges stall (`2`; [`crate::stages::EdgeStall`]), in every
     /// client of the run and in a later run in the same output directory.
     OnceStalled,
 }
 
-impl CmpProgress {
-    /// The mode a `--cmp-progress` value names (0, 1 or 2; the parser checks the range).
+impl Switch {
+    /// The mode a flag's value names (0, 1 or 2; the parser checks the range).
     #[must_use]
     pub fn from_flag(value: u8) -> Self {
         match value {
-            0 => CmpProgress::Off,
-            1 => CmpProgress::FromStart,
-            _ => CmpProgress::OnceStalled,
+            0 => Switch::Off,
+            1 => Switch::FromStart,
+            _ => Switch::OnceStalled,
         }
+    }
+
+    /// Whether it is on in a process that starts where the run's edges have `stalled` or not.
+    #[must_use]
+    pub fn on_at_start(self, stalled: bool) -> bool {
+        self == Switch::FromStart || (self == Switch::OnceStalled && stalled)
     }
 }
 

@@ -23,7 +23,7 @@ use libafl::{Error, Fuzzer, HasMetadata, StdFuzzer};
 use libafl_bolts::rands::StdRand;
 use libafl_bolts::tuples::{tuple_list, Handled, Merge, NamedTuple};
 
-use crate::config::{CmpProgress, Config, Mode};
+use crate::config::{Config, Mode, Switch};
 use crate::consider::{Considerer, ObservedExecutor, Run, RunFuzzer};
 use crate::crash::{run_catching_panics, CrashObserver};
 use crate::error::LabelfuzzError;
@@ -74,7 +74,7 @@ impl<EM> ClientManager for EM where
 /// LibAFL's havoc mutations, at most 8 stacked per mutant (LibAFL's default is 128, libFuzzer's
 /// 5: deep stacks cost more than the execution on fast targets and mostly produce noise); with
 /// tokens (the dictionary's and the program's), they go into the state and the token mutations
-/// join; with `long_runs`, so does [`LongRunMutator`].
+/// join; with `long_runs`, so does [`LongRunMutator`] (which writes nothing until it is on).
 fn havoc_mutator(
     state: &mut State,
     token_lists: [&[Vec<u8>]; 2],
@@ -202,7 +202,7 @@ fn fuzz_until_done<EM: ClientManager>(
         havoc_mutator(
             run.state,
             [&config.dictionary, &config.program_tokens],
-            config.long_runs,
+            config.long_runs != Switch::Off,
         ),
         config.havoc,
         config.max_len,
@@ -241,7 +241,7 @@ fn fuzz_until_done<EM: ClientManager>(
         expand,
         havoc,
         cmplog,
-        StallSwitchStage::new(config.cmp_progress, out, config.quiet),
+        StallSwitchStage::new(config.cmp_progress, config.long_runs, out, config.quiet),
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
     fuzz_to_a_limit(&mut stages, &config.limits, &mut run)?;
@@ -342,7 +342,7 @@ fn fuzzing_state(
 }
 
 /// What the fuzzing process sets up around the target before its first execution: the memory
-/// watcher, comparison labels, and closing the target's output.
+/// watcher, comparison labels, long runs, and closing the target's output.
 fn prepare_fuzzing_process(config: &Config, out: &OutputDir) {
     crate::guards::install_in_fuzzing_process(config.rss_limit_mb, config.timeout);
     if config.value_profile {
@@ -350,9 +350,12 @@ fn prepare_fuzzing_process(config: &Config, out: &OutputDir) {
     }
     // After a stall, before the start inputs: a restarted process or a resumed run replays a
     // corpus that holds inputs kept for comparison progress alone.
-    let stalled = config.cmp_progress == CmpProgress::OnceStalled && out.edges_stalled();
-    if config.cmp_progress == CmpProgress::FromStart || stalled {
+    let stalled = out.edges_stalled();
+    if config.cmp_progress.on_at_start(stalled) {
         crate::cmp_progress::enable();
+    }
+    if config.long_runs.on_at_start(stalled) {
+        crate::long_run::enable();
     }
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
         crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");

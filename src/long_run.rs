@@ -5,6 +5,7 @@
 //! is otherwise reached only by stacking many of them; AFL++'s havoc has such blocks.
 
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use libafl_bolts::rands::Rand;
 
@@ -14,8 +15,18 @@ pub const MIN_LONG_RUN: usize = 17;
 /// The longest run [`LongRunMutator`] writes.
 pub const MAX_LONG_RUN: usize = 4096;
 
+/// Whether this process writes long runs: havoc holds [`LongRunMutator`] from the start of a run
+/// with `--long-runs 1` or 2, and with 2 it skips until the stall switch turns it on.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Turns long runs on in this process (from the start, or at the stall with `--long-runs 2`).
+pub fn enable() {
+    ON.store(true, Ordering::Relaxed);
+}
+
 /// A havoc mutation that inserts a run of 17 to 4096 copies of one byte anywhere in the input,
-/// or writes one over it (`--long-runs 1`): zeros, 0xff, the byte already there or a random one.
+/// or writes one over it (`--long-runs`): zeros, 0xff, the byte already there or a random one;
+/// skipped until [`enable`] is called.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LongRunMutator;
 
@@ -29,6 +40,9 @@ where
         state: &mut S,
         input: &mut I,
     ) -> Result<libafl::mutators::MutationResult, libafl::Error> {
+        if !ON.load(Ordering::Relaxed) {
+            return Ok(libafl::mutators::MutationResult::Skipped);
+        }
         let size = input.mutator_bytes().len();
         let room = state.max_size().saturating_sub(size);
         let rand = state.rand_mut();
@@ -115,6 +129,7 @@ mod tests {
         use libafl::inputs::BytesInput;
         use libafl::mutators::{MutationResult, Mutator};
 
+        enable();
         let mut state = SizedState {
             rand: StdRand::with_seed(6),
             max_size: 600,

@@ -131,9 +131,9 @@ impl Options {
             only_ascii: self.only_ascii,
             close_fd_mask: self.close_fd_mask,
             value_profile: self.use_value_profile,
-            cmp_progress: crate::config::CmpProgress::from_flag(self.cmp_progress),
+            cmp_progress: crate::config::Switch::from_flag(self.cmp_progress),
             regular_runs: self.regular_runs == 1,
-            long_runs: self.long_runs == 1,
+            long_runs: crate::config::Switch::from_flag(self.long_runs),
             charge_exec_time: self.charge_exec_time == 1,
             shrink_budget: self.shrink_budget == 1,
             progress: if self.libfuzzer_progress {

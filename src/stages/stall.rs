@@ -1,10 +1,12 @@
-//! The stall switch: comparison progress labels turned on once the run's edges stop growing
-//! (`--cmp-progress 2`, the default).
+//! The stall switch: comparison progress labels (`--cmp-progress 2`, the default) and havoc's
+//! long runs (`--long-runs 2`) turned on once the run's edges stop growing.
 //!
 //! Comparison progress pays where edges have run dry (a checksum, a length field, a magic word
 //! behind a plateau: libdeflate and xz in the ablation bench, whose edges grow in rare steps
 //! after the first minutes) and costs where edges still come (SQLite, lcms: the callbacks slow
-//! every execution and their labels dilute the schedule). So the run starts on edges alone and
+//! every execution and their labels dilute the schedule). Long runs likewise reach a compressed
+//! block's long match (lz4, zlib) but, from the start, fill the corpus with long inputs that
+//! loops keep for their hit counts and that run slowly (xz). So the run starts on edges alone and
 //! switches once they stall: when it has run half again as many executions as it had when the
 //! last new edge came, and at least [`MIN_QUIET_EXECUTIONS`] without one. Only distinct edges
 //! count, not new hit-count buckets of known ones, and executions, not seconds, so that the
@@ -17,7 +19,7 @@
 use libafl::state::HasExecutions;
 use libafl::{stages::Stage, Error, HasMetadata};
 
-use crate::config::CmpProgress;
+use crate::config::Switch;
 use crate::output::OutputDir;
 use crate::table::CorpusTable;
 
@@ -80,24 +82,55 @@ impl EdgeStall {
     }
 }
 
-/// Turns comparison progress on once the run's edges stall ([`EdgeStall`]), or once another
-/// process of the run has marked the output directory.
+/// Turns comparison progress and long runs on (those whose flag says 2) once the run's edges
+/// stall ([`EdgeStall`]), or once another process of the run has marked the output directory.
 #[derive(Debug)]
 pub struct StallSwitchStage {
     /// The output directory the stall is marked in; `None` when the run does not switch.
     watched: Option<OutputDir>,
+    /// Comparison progress comes on at the stall.
+    cmp_progress: bool,
+    /// Long runs come on at the stall.
+    long_runs: bool,
     /// `-q`: no line when the switch comes.
     quiet: bool,
 }
 
 impl StallSwitchStage {
-    /// A stage that watches for the stall under `--cmp-progress 2` and otherwise does nothing.
+    /// A stage that watches for the stall when `cmp_progress` or `long_runs` waits for it, and
+    /// otherwise does nothing.
     #[must_use]
-    pub fn new(mode: CmpProgress, out: &OutputDir, quiet: bool) -> Self {
+    pub fn new(cmp_progress: Switch, long_runs: Switch, out: &OutputDir, quiet: bool) -> Self {
+        let cmp_progress = cmp_progress == Switch::OnceStalled;
+        let long_runs = long_runs == Switch::OnceStalled;
         StallSwitchStage {
-            watched: (mode == CmpProgress::OnceStalled).then(|| out.clone()),
+            watched: (cmp_progress || long_runs).then(|| out.clone()),
+            cmp_progress,
+            long_runs,
             quiet,
         }
+    }
+
+    /// Turns on what waits for the stall.
+    fn switch(&self) {
+        if self.cmp_progress {
+            crate::cmp_progress::enable();
+        }
+        if self.long_runs {
+            crate::long_run::enable();
+        }
+    }
+
+    /// What the stall turned on, for the line that says so.
+    fn switched(&self) -> String {
+        let mut parts = Vec::new();
+        if self.cmp_progress {
+            parts.push("comparison progress labels on (--cmp-progress 2)");
+        }
+        if self.long_runs {
+            parts.push("long runs in havoc (--long-runs 2)");
+        }
+        parts.join(", ")
     }
 }
 
@@ -126,9 +159,9 @@ where
         let stall = state.metadata_mut::<EdgeStall>()?;
         if out.edges_stalled() {
             stall.adopt_stall();
-            crate::cmp_progress::enable();
+            self.switch();
         } else if stall.observe(edges, executions) {
-            crate::cmp_progress::enable();
+            self.switch();
             // Unmarked, the run's other processes only switch when they see the stall too.
             if let Err(e) = out.mark_edges_stalled(executions) {
                 crate::say!(
@@ -137,8 +170,8 @@ where
             }
             if !self.quiet {
                 crate::say!(
-                    "labelfuzz: edges stalled after {executions} executions: comparison progress \
-                     labels on (--cmp-progress 2)"
+                    "labelfuzz: edges stalled after {executions} executions: {}",
+                    self.switched()
                 );
             }
         }

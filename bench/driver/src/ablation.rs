@@ -1,6 +1,6 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
-//! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,rare-schedule,charge-exec-time,
-//! shrink-budget,auto-dict,split-conditions`): labelfuzz with one lever flipped from its default
+//! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-once-stalled,
+//! rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions`): labelfuzz with one lever flipped from its default
 //! against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
 //! is chosen by measurement. The flipped runs are fuzzers of their own
 //! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
@@ -37,6 +37,8 @@ pub enum Lever {
     RegularRuns,
     /// Havoc's runs of 17 to 4096 repeated bytes (off by default; `--long-runs 1`).
     LongRuns,
+    /// Havoc's long runs from the stall of the run's edges on (off by default; `--long-runs 2`).
+    LongRunsOnceStalled,
     /// Labels picked by rarity and payoff instead of uniformly (off by default;
     /// `--schedule rare`).
     RareSchedule,
@@ -53,7 +55,7 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in the order of the table's columns.
-    pub const ALL: [Lever; 14] = [
+    pub const ALL: [Lever; 15] = [
         Lever::CmpProgress,
         Lever::CmpProgressFromStart,
         Lever::Cmplog,
@@ -63,6 +65,7 @@ impl Lever {
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::LongRuns,
+        Lever::LongRunsOnceStalled,
         Lever::RareSchedule,
         Lever::ChargeExecTime,
         Lever::ShrinkBudget,
@@ -82,6 +85,7 @@ impl Lever {
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::LongRuns => "long-runs",
+            Lever::LongRunsOnceStalled => "long-runs-once-stalled",
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
             Lever::ShrinkBudget => "shrink-budget",
@@ -98,6 +102,7 @@ impl Lever {
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
                 | Lever::LongRuns
+                | Lever::LongRunsOnceStalled
                 | Lever::RareSchedule
         )
     }
@@ -114,6 +119,7 @@ impl Lever {
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::LongRuns => &["--long-runs", "1"],
+            Lever::LongRunsOnceStalled => &["--long-runs", "2"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
             Lever::ShrinkBudget => &["--shrink-budget", "0"],
@@ -140,6 +146,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::LongRuns => "labelfuzz with long-runs",
+            Lever::LongRunsOnceStalled => "labelfuzz with long-runs-once-stalled",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz without shrink-budget",
@@ -160,6 +167,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::LongRuns => "labelfuzz-with-long-runs",
+            Lever::LongRunsOnceStalled => "labelfuzz-with-long-runs-once-stalled",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz-no-shrink-budget",
