@@ -211,6 +211,24 @@ mod tests {
     }
 
     #[test]
+    fn the_switch_watches_only_when_something_waits_for_the_stall() {
+        let dir =
+            std::env::temp_dir().join(format!("labelfuzz-stall-switch-{}", std::process::id()));
+        let out = OutputDir::create(&dir).unwrap();
+        let neither = StallSwitchStage::new(Switch::FromStart, Switch::Off, &out, true);
+        assert!(neither.watched.is_none());
+        let both = StallSwitchStage::new(Switch::OnceStalled, Switch::OnceStalled, &out, true);
+        assert!(both.watched.is_some());
+        assert_eq!(
+            both.switched(),
+            "comparison progress labels on (--cmp-progress 2), long runs in havoc (--long-runs 2)"
+        );
+        let long_runs = StallSwitchStage::new(Switch::Off, Switch::OnceStalled, &out, true);
+        assert_eq!(long_runs.switched(), "long runs in havoc (--long-runs 2)");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn looks_are_spaced() {
         let mut watch = EdgeStall::default();
         assert!(watch.look_due(LOOK_EVERY));
