@@ -294,7 +294,7 @@ pub enum Switch {
     Off,
     /// From the first execution (`1`).
     FromStart,
-    /// Once the run's edges stall (`2`, the default of both; [`crate::stages::EdgeStall`]), in every
+    /// Once the run's edges stall (`2`; [`crate::stages::EdgeStall`]), in every
     /// client of the run and in a later run in the same output directory.
     OnceStalled,
 }

@@ -16,7 +16,7 @@ pub const MIN_LONG_RUN: usize = 17;
 pub const MAX_LONG_RUN: usize = 4096;
 
 /// Whether this process writes long runs: havoc holds [`LongRunMutator`] from the start of a run
-/// with `--long-runs 1` or 2 (the default), and with 2 it skips until the stall switch turns it on.
+/// with `--long-runs 1` or 2, and with 2 it skips until the stall switch turns it on.
 static ON: AtomicBool = AtomicBool::new(false);
 
 /// Turns long runs on in this process (from the start, or at the stall with `--long-runs 2`).

@@ -1,5 +1,5 @@
-//! The stall switch: comparison progress labels (`--cmp-progress 2`) and havoc's long runs
-//! (`--long-runs 2`), both on by default, turned on once the run's edges stop growing.
+//! The stall switch: comparison progress labels (`--cmp-progress 2`, the default) and havoc's
+//! long runs (`--long-runs 2`) turned on once the run's edges stop growing.
 //!
 //! Comparison progress pays where edges have run dry (a checksum, a length field, a magic word
 //! behind a plateau: libdeflate and xz in the ablation bench, whose edges grow in rare steps

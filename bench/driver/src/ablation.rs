@@ -38,7 +38,7 @@ pub enum Lever {
     /// Havoc's runs of 17 to 4096 repeated bytes from the first execution rather than from the
     /// stall (off by default; `--long-runs 1`).
     LongRuns,
-    /// Havoc's long runs, on once the run's edges stall (`--long-runs 0`).
+    /// Havoc's long runs from the stall of the run's edges on (off by default; `--long-runs 2`).
     LongRunsOnceStalled,
     /// Labels picked by rarity and payoff instead of uniformly (off by default;
     /// `--schedule rare`).
@@ -103,6 +103,7 @@ impl Lever {
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
                 | Lever::LongRuns
+                | Lever::LongRunsOnceStalled
                 | Lever::RareSchedule
         )
     }
@@ -119,7 +120,7 @@ impl Lever {
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
             Lever::LongRuns => &["--long-runs", "1"],
-            Lever::LongRunsOnceStalled => &["--long-runs", "0"],
+            Lever::LongRunsOnceStalled => &["--long-runs", "2"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
             Lever::ShrinkBudget => &["--shrink-budget", "0"],
@@ -146,7 +147,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
             Lever::LongRuns => "labelfuzz with long-runs",
-            Lever::LongRunsOnceStalled => "labelfuzz without long-runs-once-stalled",
+            Lever::LongRunsOnceStalled => "labelfuzz with long-runs-once-stalled",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz without shrink-budget",
@@ -167,7 +168,7 @@ impl Lever {
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
             Lever::LongRuns => "labelfuzz-with-long-runs",
-            Lever::LongRunsOnceStalled => "labelfuzz-no-long-runs-once-stalled",
+            Lever::LongRunsOnceStalled => "labelfuzz-with-long-runs-once-stalled",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz-no-shrink-budget",
