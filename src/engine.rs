@@ -36,8 +36,8 @@ use crate::scheduler::LabelScheduler;
 use crate::seen::{filter_for_fuzzing_process, KilledInputs};
 use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
-    CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, InputToStateReplace, PatternStage,
-    ReportStage, StallSwitchStage,
+    switch_on, CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, InputToStateReplace,
+    PatternStage, ReportStage, StallSwitchStage,
 };
 use crate::start::StartInputs;
 use crate::table::CorpusTable;
@@ -351,12 +351,10 @@ fn prepare_fuzzing_process(config: &Config, out: &OutputDir) {
     // After a stall, before the start inputs: a restarted process or a resumed run replays a
     // corpus that holds inputs kept for comparison progress alone.
     let stalled = out.edges_stalled();
-    if config.cmp_progress.on_at_start(stalled) {
-        crate::cmp_progress::enable();
-    }
-    if config.long_runs.on_at_start(stalled) {
-        crate::long_run::enable();
-    }
+    switch_on(
+        config.cmp_progress.on_at_start(stalled),
+        config.long_runs.on_at_start(stalled),
+    );
     if let Err(e) = crate::console::close_target_output(config.close_fd_mask) {
         crate::say!("labelfuzz: warning: -close_fd_mask: the target's output stays open ({e})");
     }

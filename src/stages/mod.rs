@@ -30,7 +30,7 @@ pub use havoc::HavocStage;
 pub use operands::{distinct_operands, KeptOperands, MAX_TRACED_OPERANDS};
 pub use pattern::{PatternStage, PatternWork};
 pub use report::ReportStage;
-pub use stall::{EdgeStall, StallSwitchStage};
+pub use stall::{switch_on, EdgeStall, StallSwitchStage};
 pub use traced::TRACED_BYTES;
 pub use varint::InputToStateReplace;
 

@@ -113,12 +113,7 @@ impl StallSwitchStage {
 
     /// Turns on what waits for the stall.
     fn switch(&self) {
-        if self.cmp_progress {
-            crate::cmp_progress::enable();
-        }
-        if self.long_runs {
-            crate::long_run::enable();
-        }
+        switch_on(self.cmp_progress, self.long_runs);
     }
 
     /// What the stall turned on, for the line that says so.
@@ -131,6 +126,17 @@ impl StallSwitchStage {
             parts.push("long runs in havoc (--long-runs 2)");
         }
         parts.join(", ")
+    }
+}
+
+/// Turns on, in this process, comparison progress and long runs where asked: at the stall, or
+/// when a fuzzing process starts (the flags' 1, or their 2 in a run that has stalled).
+pub fn switch_on(cmp_progress: bool, long_runs: bool) {
+    if cmp_progress {
+        crate::cmp_progress::enable();
+    }
+    if long_runs {
+        crate::long_run::enable();
     }
 }
 

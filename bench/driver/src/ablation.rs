@@ -1,9 +1,9 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
 //! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-once-stalled,
-//! rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions`): labelfuzz with one lever flipped from its default
-//! against labelfuzz as it ships, same targets, seeds and yardstick, so that each default
-//! is chosen by measurement. The flipped runs are fuzzers of their own
-//! ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
+//! rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions`): labelfuzz with one
+//! lever flipped from its default against labelfuzz as it ships, same targets, seeds and
+//! yardstick, so that each default is chosen by measurement. The flipped runs are fuzzers of
+//! their own ([`Fuzzer::LabelfuzzFlipped`]), with their own run directories and records
 //! (`bench/results/<secs>s/<processor>/<target>/labelfuzz-no-<lever>/` for a lever on by default,
 //! `labelfuzz-with-<lever>/` for one off by default); the default runs are the standard
 //! benchmark's labelfuzz runs, reused when their sources are current.

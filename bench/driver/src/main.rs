@@ -34,10 +34,10 @@
 //!   with the command, processor and commit that produced it;
 //! - `BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
 //!   cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-once-stalled,
-//!   rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions` runs labelfuzz with each named lever flipped from its default beside
-//!   labelfuzz as it ships, instead of the three fuzzers, and writes the ablation table
-//!   (`ablation.rs`; published between `<!-- bench:<secs>s-ablation-<levers>:begin -->` and its
-//!   end, the levers joined by `+`).
+//!   rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions` runs labelfuzz
+//!   with each named lever flipped from its default beside labelfuzz as it ships, instead of the
+//!   three fuzzers, and writes the ablation table (`ablation.rs`; published between
+//!   `<!-- bench:<secs>s-ablation-<levers>:begin -->` and its end, the levers joined by `+`).
 
 mod ablation;
 mod extras;
