@@ -17,12 +17,13 @@ use libafl_bolts::tuples::{Handle, MatchName, MatchNameRef};
 
 use crate::config::Limits;
 use crate::crash::CrashObserver;
-use crate::crashes::{CrashTable, SlowShrinkBudget};
+use crate::crashes::CrashTable;
 use crate::gates::{Gate, Gates, WatchedGates};
 use crate::grammar::GrammarInputs;
 use crate::labels::Label;
 use crate::seen::{input_hash, KilledInputs};
 use crate::shrink_budget::CoverageShrinkClock;
+use crate::shrink_budget::SlowShrinkBudget;
 use labelfuzz_runtime::gate_watch::{self, WATCHED_SITES};
 
 /// Runs inputs and shrinks every improvement (the `consider` of the original algorithm).

@@ -69,9 +69,14 @@ pub struct CrashRecord {
     /// True once the reproducer went through every shrink pass to a fixpoint.
     #[serde(default)]
     pub shrunk: bool,
-    /// The shrunk reproducer's abstract failure pattern, once found.
+    /// The abstract failure pattern of a shrunk reproducer of this label, once found: the
+    /// newest one's, or an earlier one's until a simpler reproducer's is found (a run that ends
+    /// in between keeps a pattern).
     #[serde(default)]
     pub pattern: Option<Pattern>,
+    /// The key of the reproducer [`CrashRecord::pattern`] generalizes.
+    #[serde(default)]
+    pub pattern_of: Vec<u8>,
     /// Other crash labels whose patterns and this one's match each other's reproducers: the
     /// same bug reached another way.
     #[serde(default)]
@@ -92,61 +97,6 @@ impl_serdeany!(LastCrash);
 
 fn is_slow_kind(kind: &CrashKind) -> bool {
     matches!(kind, CrashKind::Timeout | CrashKind::Oom)
-}
-
-/// The time that shrinking slow crashes (timeouts, out-of-memory) may take: a floor plus a
-/// share of the run so far, so that a hang found early cannot take the rest of the run. (Before
-/// it, one 2-second PNG found after 11 seconds of a ten-minute run took the other 589: 353
-/// executions a second where there had been 18 000.) A shrink that runs out is left unfinished
-/// and resumes, from its best reproducer so far, once the run has earned more time; the
-/// reproducer is on disk all along. Kept in the state, so that it survives the restart each
-/// timeout causes.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct SlowShrinkBudget {
-    spent_secs: f64,
-    /// When the candidate running now started (seconds since the Unix epoch). Still set after
-    /// a restart when that candidate ended the process: its time, restart included, is
-    /// charged then.
-    running_since: Option<f64>,
-}
-
-impl_serdeany!(SlowShrinkBudget);
-
-impl SlowShrinkBudget {
-    /// Seconds allowed whatever the run's length.
-    pub const FLOOR_SECS: f64 = 10.0;
-    /// The share of the run's time allowed on top.
-    pub const SHARE: f64 = 0.1;
-
-    fn settle(&mut self, now: f64) {
-        if let Some(since) = self.running_since.take() {
-            self.spent_secs += (now - since).max(0.0);
-        }
-    }
-
-    /// True when a slow shrink may run another candidate, `elapsed` seconds into the run
-    /// (`now`: seconds since the Unix epoch).
-    pub fn available(&mut self, now: f64, elapsed: f64) -> bool {
-        self.settle(now);
-        self.spent_secs < Self::FLOOR_SECS + Self::SHARE * elapsed.max(0.0)
-    }
-
-    /// A slow-shrink candidate starts running.
-    pub fn start(&mut self, now: f64) {
-        self.settle(now);
-        self.running_since = Some(now);
-    }
-
-    /// The candidate running returned.
-    pub fn finish(&mut self, now: f64) {
-        self.settle(now);
-    }
-
-    /// Seconds spent so far.
-    #[must_use]
-    pub fn spent_secs(&self) -> f64 {
-        self.spent_secs
-    }
 }
 
 /// All crash labels seen, kept as LibAFL state metadata so it survives restarts.
@@ -205,12 +155,11 @@ impl CrashTable {
             first_found_execs: found_execs,
             shrunk: false,
             pattern: None,
+            pattern_of: Vec::new(),
             same_bug_as: Vec::new(),
             gates: Vec::new(),
         });
         record.shrunk = false;
-        // A pattern belongs to the reproducer it generalizes.
-        record.pattern = None;
         record.key = key.to_vec();
         record.len = bytes.len();
         record.bytes = Some(bytes.to_vec());
@@ -246,7 +195,7 @@ impl CrashTable {
 
     /// True when `label` is a timeout or an out-of-memory crash: every shrink candidate that
     /// still shows it costs a whole timeout (or a fill of memory) and a restart, so shrinking
-    /// it draws on the [`SlowShrinkBudget`].
+    /// it draws on the [`crate::shrink_budget::SlowShrinkBudget`].
     #[must_use]
     pub fn is_slow(&self, label: Label) -> bool {
         self.records
@@ -254,7 +203,8 @@ impl CrashTable {
             .is_some_and(|r| is_slow_kind(&r.info.kind))
     }
 
-    /// A crash label whose shrunk reproducer has no pattern yet, with that reproducer's key.
+    /// A crash label whose shrunk reproducer has no pattern of its own yet, with that
+    /// reproducer's key.
     /// Timeouts and out-of-memory crashes get none: every variant tried could cost a timeout.
     #[must_use]
     pub fn without_pattern(&self) -> Option<(Label, Vec<u8>)> {
@@ -262,7 +212,7 @@ impl CrashTable {
             .values()
             .find(|r| {
                 r.shrunk
-                    && r.pattern.is_none()
+                    && (r.pattern.is_none() || r.pattern_of != r.key)
                     && !matches!(r.info.kind, CrashKind::Timeout | CrashKind::Oom)
             })
             .map(|r| (r.label, r.key.clone()))
@@ -292,6 +242,7 @@ impl CrashTable {
         }
         if let Some(record) = self.records.get_mut(&label) {
             record.pattern = Some(pattern);
+            record.pattern_of.clone_from(&record.key);
             record.same_bug_as = twins;
         }
     }
@@ -374,26 +325,6 @@ mod tests {
 
     fn panic_at(location: &str) -> CrashInfo {
         crash(CrashKind::Panic, location, "boom")
-    }
-
-    #[test]
-    fn slow_shrinks_get_a_floor_and_a_share_of_the_run() {
-        let mut budget = SlowShrinkBudget::default();
-        let start = 1_000.0;
-        assert!(budget.available(start + 5.0, 5.0));
-        // A candidate that ended the process is charged when the next check settles it.
-        budget.start(start + 5.0);
-        assert!(!budget.available(start + 17.0, 17.0), "12 s spent of 11.7");
-        assert!((budget.spent_secs() - 12.0).abs() < 1e-9);
-        // The run earns more: 10 % of 100 s on top of the floor.
-        assert!(budget.available(start + 100.0, 100.0));
-        budget.start(start + 100.0);
-        budget.finish(start + 110.0);
-        assert!(!budget.available(start + 110.0, 110.0), "22 s spent of 21");
-        // A clock that went backwards charges nothing.
-        budget.start(start + 200.0);
-        budget.finish(start + 150.0);
-        assert!((budget.spent_secs() - 22.0).abs() < 1e-9);
     }
 
     #[test]
@@ -492,9 +423,11 @@ mod tests {
         assert_eq!(table.get(a.label()).unwrap().same_bug_as, vec![b.label()]);
         assert!(table.get(c.label()).unwrap().same_bug_as.is_empty());
         assert!(table.without_pattern().is_none());
-        // A simpler reproducer drops the pattern: it belonged to the old one.
+        // A simpler reproducer needs a pattern of its own; the old one's stays until then.
         table.record(&out, &a, b"B", b"B", 1.0, 9).unwrap();
-        assert!(table.get(a.label()).unwrap().pattern.is_none());
+        table.mark_shrunk(a.label());
+        assert_eq!(table.without_pattern(), Some((a.label(), b"B".to_vec())));
+        assert!(table.get(a.label()).unwrap().pattern.is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

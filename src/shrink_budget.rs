@@ -1,8 +1,12 @@
-//! The coverage shrink's time budget (`--shrink-budget 1`): a shrink of slow executions ends
-//! where it got once it has had its time, so that one slow input cannot hold a run up; a long
-//! shrink of inputs as fast as the rest runs to its end.
+//! The shrinks' time budgets: a coverage shrink of slow executions ends where it got once it
+//! has had its time (`--shrink-budget 1`), so that one slow input cannot hold a run up, while a
+//! long shrink of inputs as fast as the rest runs to its end; shrinking slow crashes (timeouts,
+//! out-of-memory) draws on a budget of its own.
 
 use std::time::{Duration, Instant};
+
+use libafl_bolts::impl_serdeany;
+use serde::{Deserialize, Serialize};
 
 /// The least time one coverage shrink gets under `--shrink-budget 1`.
 pub const COVERAGE_SHRINK_TIME: Duration = Duration::from_secs(2);
@@ -61,6 +65,61 @@ fn secs_per_execution(time: Duration, executions: u64) -> f64 {
     time.as_secs_f64() / executions
 }
 
+/// The time that shrinking slow crashes (timeouts, out-of-memory) may take: a floor plus a
+/// share of the run so far, so that a hang found early cannot take the rest of the run. (Before
+/// it, one 2-second PNG found after 11 seconds of a ten-minute run took the other 589: 353
+/// executions a second where there had been 18 000.) A shrink that runs out is left unfinished
+/// and resumes, from its best reproducer so far, once the run has earned more time; the
+/// reproducer is on disk all along. Kept in the state, so that it survives the restart each
+/// timeout causes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SlowShrinkBudget {
+    spent_secs: f64,
+    /// When the candidate running now started (seconds since the Unix epoch). Still set after
+    /// a restart when that candidate ended the process: its time, restart included, is
+    /// charged then.
+    running_since: Option<f64>,
+}
+
+impl_serdeany!(SlowShrinkBudget);
+
+impl SlowShrinkBudget {
+    /// Seconds allowed whatever the run's length.
+    pub const FLOOR_SECS: f64 = 10.0;
+    /// The share of the run's time allowed on top.
+    pub const SHARE: f64 = 0.1;
+
+    fn settle(&mut self, now: f64) {
+        if let Some(since) = self.running_since.take() {
+            self.spent_secs += (now - since).max(0.0);
+        }
+    }
+
+    /// True when a slow shrink may run another candidate, `elapsed` seconds into the run
+    /// (`now`: seconds since the Unix epoch).
+    pub fn available(&mut self, now: f64, elapsed: f64) -> bool {
+        self.settle(now);
+        self.spent_secs < Self::FLOOR_SECS + Self::SHARE * elapsed.max(0.0)
+    }
+
+    /// A slow-shrink candidate starts running.
+    pub fn start(&mut self, now: f64) {
+        self.settle(now);
+        self.running_since = Some(now);
+    }
+
+    /// The candidate running returned.
+    pub fn finish(&mut self, now: f64) {
+        self.settle(now);
+    }
+
+    /// Seconds spent so far.
+    #[must_use]
+    pub fn spent_secs(&self) -> f64 {
+        self.spent_secs
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +143,25 @@ mod tests {
         assert!(clock.spent(at(3), 1030));
         // or with none run since it began.
         assert!(clock.spent(at(3), 1000));
+    }
+
+    #[test]
+    fn slow_shrinks_get_a_floor_and_a_share_of_the_run() {
+        let mut budget = SlowShrinkBudget::default();
+        let start = 1_000.0;
+        assert!(budget.available(start + 5.0, 5.0));
+        // A candidate that ended the process is charged when the next check settles it.
+        budget.start(start + 5.0);
+        assert!(!budget.available(start + 17.0, 17.0), "12 s spent of 11.7");
+        assert!((budget.spent_secs() - 12.0).abs() < 1e-9);
+        // The run earns more: 10 % of 100 s on top of the floor.
+        assert!(budget.available(start + 100.0, 100.0));
+        budget.start(start + 100.0);
+        budget.finish(start + 110.0);
+        assert!(!budget.available(start + 110.0, 110.0), "22 s spent of 21");
+        // A clock that went backwards charges nothing.
+        budget.start(start + 200.0);
+        budget.finish(start + 150.0);
+        assert!((budget.spent_secs() - 22.0).abs() < 1e-9);
     }
 }
