@@ -89,12 +89,12 @@ fn havoc_mutator(
     }
     match (with_tokens, long_runs) {
         (false, false) => stacked(havoc_mutations()),
-        (false, true) => stacked(havoc_mutations().merge(tuple_list!(LongRunMutator))),
+        (false, true) => stacked(havoc_mutations().merge(tuple_list!(LongRunMutator::default()))),
         (true, false) => stacked(havoc_mutations().merge(tokens_mutations())),
         (true, true) => stacked(
             havoc_mutations()
                 .merge(tokens_mutations())
-                .merge(tuple_list!(LongRunMutator)),
+                .merge(tuple_list!(LongRunMutator::default())),
         ),
     }
 }

@@ -115,7 +115,12 @@ where
         collect_edge_labels(edges.to_slice(), &mut self.labels);
         self.labels.extend_from_slice(side_labels.labels());
         let table = state.metadata::<CorpusTable>()?;
-        Ok(table.improves(&input.simplicity_key(), &self.labels))
+        let key = input.simplicity_key();
+        Ok(if crate::long_run::in_mutant() {
+            table.improves_by_new_edge_or_simpler(&key, &self.labels)
+        } else {
+            table.improves(&key, &self.labels)
+        })
     }
 
     fn append_metadata(

@@ -6,6 +6,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use libafl_bolts::rands::Rand;
 
@@ -15,20 +16,76 @@ pub const MIN_LONG_RUN: usize = 17;
 /// The longest run [`LongRunMutator`] writes.
 pub const MAX_LONG_RUN: usize = 4096;
 
+/// The most of a process's time, from its first long run on, that considering mutants holding
+/// one may take. A long input can cost a thousand short ones (an xz stream of 3.5 KB decodes in
+/// 13 ms, against 20 µs for the corpus's usual input); without a cap, long runs from the first
+/// execution cut xz's executions 3 to 8 times.
+pub const LONG_RUN_TIME_SHARE: f64 = 0.1;
+
 /// Whether this process writes long runs: havoc holds [`LongRunMutator`] from the start of a run
 /// with `--long-runs 1` or 2, and with 2 it skips until the stall switch turns it on.
 static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether the mutant being considered now holds a long run: set when one is written, cleared
+/// after the mutant's consideration (its run and shrink) by the mutator's `post_exec`.
+static IN_MUTANT: AtomicBool = AtomicBool::new(false);
 
 /// Turns long runs on in this process (from the start, or at the stall with `--long-runs 2`).
 pub fn enable() {
     ON.store(true, Ordering::Relaxed);
 }
 
+/// True while a mutant holding a long run is considered: it counts as an improvement only by a
+/// new edge or a simpler input for a known label (see the corpus feedback). Each longer run
+/// counts loops and byte tests into new buckets; kept for those, long inputs filled xz's corpus
+/// at the stall (labels 3579 → 5381, corpus bytes 87 → 226 KB, executions a second 8× fewer).
+#[must_use]
+pub fn in_mutant() -> bool {
+    IN_MUTANT.load(Ordering::Relaxed)
+}
+
 /// A havoc mutation that inserts a run of 17 to 4096 copies of one byte anywhere in the input,
 /// or writes one over it (`--long-runs`): zeros, 0xff, the byte already there or a random one;
-/// skipped until [`enable`] is called.
+/// skipped until [`enable`] is called, and while its mutants have had their
+/// [`LONG_RUN_TIME_SHARE`] of the time.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct LongRunMutator;
+pub struct LongRunMutator {
+    time: TimeShare,
+}
+
+/// The time spent on mutants holding a long run, against the time since the first one.
+#[derive(Clone, Copy, Debug, Default)]
+struct TimeShare {
+    /// When the first such mutant was written.
+    first: Option<Instant>,
+    /// Time spent considering such mutants (run, and shrunk when they improved).
+    spent: Duration,
+    /// When the mutant considered now was written, if it holds a long run.
+    current: Option<Instant>,
+}
+
+impl TimeShare {
+    /// True when another mutant may hold a long run at `now`.
+    fn allows(&self, now: Instant) -> bool {
+        self.first.is_none_or(|first| {
+            self.spent.as_secs_f64()
+                <= LONG_RUN_TIME_SHARE * now.saturating_duration_since(first).as_secs_f64()
+        })
+    }
+
+    /// A mutant holding a long run was written at `now`.
+    fn written(&mut self, now: Instant) {
+        self.first.get_or_insert(now);
+        self.current.get_or_insert(now);
+    }
+
+    /// The mutant was considered; done at `now`.
+    fn considered(&mut self, now: Instant) {
+        if let Some(written) = self.current.take() {
+            self.spent += now.saturating_duration_since(written);
+        }
+    }
+}
 
 impl<I, S> libafl::mutators::Mutator<I, S> for LongRunMutator
 where
@@ -40,7 +97,8 @@ where
         state: &mut S,
         input: &mut I,
     ) -> Result<libafl::mutators::MutationResult, libafl::Error> {
-        if !ON.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if !ON.load(Ordering::Relaxed) || !self.time.allows(now) {
             return Ok(libafl::mutators::MutationResult::Skipped);
         }
         let size = input.mutator_bytes().len();
@@ -70,6 +128,8 @@ where
         } else {
             input.splice(at..at, std::iter::repeat_n(value, len));
         }
+        self.time.written(now);
+        IN_MUTANT.store(true, Ordering::Relaxed);
         Ok(libafl::mutators::MutationResult::Mutated)
     }
 
@@ -78,6 +138,9 @@ where
         _state: &mut S,
         _new_corpus_id: Option<libafl::corpus::CorpusId>,
     ) -> Result<(), libafl::Error> {
+        if IN_MUTANT.swap(false, Ordering::Relaxed) {
+            self.time.considered(Instant::now());
+        }
         Ok(())
     }
 }
@@ -138,7 +201,9 @@ mod tests {
         let (mut inserted, mut written) = (0, 0);
         for _ in 0..500 {
             let mut input = BytesInput::new(base.clone());
-            let result = LongRunMutator.mutate(&mut state, &mut input).unwrap();
+            let result = LongRunMutator::default()
+                .mutate(&mut state, &mut input)
+                .unwrap();
             assert_eq!(result, MutationResult::Mutated);
             let bytes: &[u8] = input.as_ref();
             assert!(bytes.len() <= 600);
@@ -163,8 +228,28 @@ mod tests {
         // No room and too short to write over: nothing to do.
         state.max_size = 20;
         let mut short = BytesInput::new(vec![1; 10]);
-        let result = LongRunMutator.mutate(&mut state, &mut short).unwrap();
+        let result = LongRunMutator::default()
+            .mutate(&mut state, &mut short)
+            .unwrap();
         assert_eq!(result, MutationResult::Skipped);
+    }
+
+    #[test]
+    fn mutants_with_long_runs_get_their_share_of_the_time() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut time = TimeShare::default();
+        assert!(time.allows(at(0)));
+        time.written(at(0));
+        time.considered(at(20));
+        assert!(!time.allows(at(100)), "20 ms of 100");
+        assert!(time.allows(at(200)), "20 ms of 200");
+        // A mutant that holds no long run costs nothing.
+        time.considered(at(5000));
+        assert!(time.allows(at(200)));
+        time.written(at(200));
+        time.considered(at(230));
+        assert!(!time.allows(at(300)) && time.allows(at(500)), "50 ms");
     }
 
     /// The least state a havoc mutation asks for: random numbers and a size limit.

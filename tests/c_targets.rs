@@ -1016,6 +1016,19 @@ fn fuzz_magic_without_cmplog(
 }
 
 #[test]
+fn a_thousand_equal_bytes_are_written_by_a_long_run() {
+    let dir = scratch("c-long-run");
+    let fuzzer = build_planted(&dir, "long_run.c", &[]);
+    let on = dir.join("on");
+    fuzz_until_crashes(&fuzzer, &on, "100000", "4", &["--long-runs", "1"]);
+    let crashes = crashes_by_input(&on);
+    let inputs: Vec<&[u8]> = crashes.keys().map(Vec::as_slice).collect();
+    assert_eq!(inputs, vec![&[0u8; 1000][..]], "shrunk to the simplest");
+    // The check can fail: without long runs the same budget finds nothing.
+    fuzz_finding_nothing(&fuzzer, &dir.join("off"), "100000", "4", &[]);
+}
+
+#[test]
 fn comparison_progress_starts_by_default_once_edges_stall() {
     let dir = scratch("c-magic-stall");
     let fuzzer = build_planted(&dir, "magic.c", &[]);

@@ -131,6 +131,26 @@ impl<Id: Copy> LabelTable<Id> {
         })
     }
 
+    /// True when an input with simplicity key `key` showing `labels` reaches an edge no input
+    /// has reached at any hit count, or is simpler than the best input of a label it shows.
+    /// New hit counts of known edges and new comparison labels do not count: the bar for
+    /// inputs that show many of those cheaply and cost much to keep and run (havoc's long runs,
+    /// whose loops and byte tests count up into new buckets on every longer run).
+    #[must_use]
+    pub fn improves_by_new_edge_or_simpler(&self, key: &[u8], labels: &[Label]) -> bool {
+        labels.iter().any(|&label| match self.best(label) {
+            Some(entry) => is_simpler(key, &entry.key),
+            None => label
+                .as_edge()
+                .is_some_and(|(edge, _)| !self.has_edge(edge)),
+        })
+    }
+
+    /// True when some input reached `edge`, at any hit count.
+    fn has_edge(&self, edge: usize) -> bool {
+        (0..8).any(|bucket| self.best(Label::edge(edge, 1 << bucket)).is_some())
+    }
+
     /// Records an input stored at `corpus_id` with simplicity key `key` showing `labels`.
     ///
     /// The input becomes the best of every label it improves; inputs left holding no label are
@@ -293,6 +313,22 @@ mod tests {
         assert!(!table.improves(b"abc", &labels));
         assert!(!table.improves(b"abd", &labels));
         assert_eq!(table.label_count(), 2);
+    }
+
+    #[test]
+    fn only_new_edges_and_simpler_bests_pass_the_new_edge_bar() {
+        let mut table = LabelTable::new();
+        let (once, twice) = (Label::edge(4, 1), Label::edge(4, 2));
+        let compared = Label::comparison_equal_count(9, 3);
+        table.record(b"ab", id(0), &[once]);
+        assert!(table.improves(b"abcdef", &[twice, compared]));
+        assert!(
+            !table.improves_by_new_edge_or_simpler(b"abcdef", &[twice, compared]),
+            "another bucket of a known edge and a new comparison label"
+        );
+        assert!(table.improves_by_new_edge_or_simpler(b"abcdef", &[Label::edge(5, 1)]));
+        assert!(table.improves_by_new_edge_or_simpler(b"aa", &[once, twice]));
+        assert!(!table.improves_by_new_edge_or_simpler(b"ab", &[once]));
     }
 
     #[test]
