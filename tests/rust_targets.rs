@@ -365,8 +365,11 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
         &[
             "-o",
             out.to_str().unwrap(),
+            // Every shrink candidate that still hangs costs a timeout and a restart, and slow
+            // crashes shrink within 10 s plus a tenth of the run: on a loaded CI machine, 400 ms
+            // timeouts and 300 000 runs (21 s) left the out-of-memory reproducer a byte too long.
             "--timeout",
-            "400",
+            "200",
             "--rss-limit-mb",
             "256",
             // The runs bound the test; the time limit only guards against a hang, and leaves
@@ -374,7 +377,7 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
             "--max-time",
             "180",
             "--runs",
-            "300000",
+            "600000",
             "--seed",
             "5",
         ],
