@@ -143,7 +143,10 @@ where
         _state: &mut S,
         _new_corpus_id: Option<libafl::corpus::CorpusId>,
     ) -> Result<(), libafl::Error> {
-        if IN_MUTANT.swap(false, Ordering::Relaxed) {
+        // Called after every havoc mutant: a plain load, not a read-modify-write, when the
+        // mutant held no long run (most do not).
+        if IN_MUTANT.load(Ordering::Relaxed) {
+            IN_MUTANT.store(false, Ordering::Relaxed);
             self.time.considered(Instant::now());
         }
         Ok(())
