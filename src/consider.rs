@@ -88,6 +88,13 @@ impl Considerer {
         }
     }
 
+    /// Stops at `limits` instead of the ones it was made with.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Ends each coverage shrink of slow executions at its time, keeping what it reached
     /// (`--shrink-budget 1`, [`crate::shrink_budget`]): on a target with slow inputs, one
     /// input's shrink can otherwise hold the run for minutes.
@@ -413,6 +420,12 @@ fn with_slow_budget<S: HasMetadata + HasStartTime, R>(
         now,
         elapsed,
     )
+}
+
+/// The run reached its limits: unfinished crash shrinks get the end's allowance (see
+/// [`SlowShrinkBudget::end`]). Returns when it ends (seconds since the Unix epoch).
+pub(crate) fn end_slow_shrinks<S: HasMetadata + HasStartTime>(state: &mut S) -> f64 {
+    with_slow_budget(state, |budget, now, _| budget.end(now))
 }
 
 /// True when the run has time left for shrinking slow crashes (see [`SlowShrinkBudget`]).

@@ -36,8 +36,8 @@ use crate::scheduler::LabelScheduler;
 use crate::seen::{filter_for_fuzzing_process, KilledInputs};
 use crate::side_labels::SideLabelsObserver;
 use crate::stages::{
-    switch_on, CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage, InputToStateReplace,
-    PatternStage, ReportStage, StallSwitchStage,
+    finish_crash_shrinks, switch_on, CmpLogStage, CrashShrinkStage, ExpandStage, HavocStage,
+    InputToStateReplace, PatternStage, ReportStage, StallSwitchStage,
 };
 use crate::start::StartInputs;
 use crate::table::CorpusTable;
@@ -245,6 +245,10 @@ fn fuzz_until_done<EM: ClientManager>(
         ReportStage::new(reporter.clone(), config.limits.clone(), REPORT_EVERY)
     );
     fuzz_to_a_limit(&mut stages, &config.limits, &mut run)?;
+    // A reproducer the run hands back is shrunk, unless the user asked it to end now.
+    if config.mode == Mode::Fuzz && !crate::interrupt::requested() {
+        finish_crash_shrinks(considerer_for(config, &crash_handle), &mut run)?;
+    }
     reporter.finish(run.state)
 }
 

@@ -70,8 +70,9 @@ fn secs_per_execution(time: Duration, executions: u64) -> f64 {
 /// it, one 2-second PNG found after 11 seconds of a ten-minute run took the other 589: 353
 /// executions a second where there had been 18 000.) A shrink that runs out is left unfinished
 /// and resumes, from its best reproducer so far, once the run has earned more time; the
-/// reproducer is on disk all along. Kept in the state, so that it survives the restart each
-/// timeout causes.
+/// reproducer is on disk all along. A shrink still unfinished when the run reaches its limits
+/// gets [`SlowShrinkBudget::END_ALLOWANCE_SECS`] more (see [`SlowShrinkBudget::end`]). Kept in
+/// the state, so that it survives the restart each timeout causes.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SlowShrinkBudget {
     spent_secs: f64,
@@ -79,6 +80,10 @@ pub struct SlowShrinkBudget {
     /// a restart when that candidate ended the process: its time, restart included, is
     /// charged then.
     running_since: Option<f64>,
+    /// Once the run reached its limits: when the time its unfinished shrinks get ends
+    /// (seconds since the Unix epoch).
+    #[serde(default)]
+    ends_by: Option<f64>,
 }
 
 impl_serdeany!(SlowShrinkBudget);
@@ -88,6 +93,10 @@ impl SlowShrinkBudget {
     pub const FLOOR_SECS: f64 = 10.0;
     /// The share of the run's time allowed on top.
     pub const SHARE: f64 = 0.1;
+    /// Seconds a run past its limits (`--max-time`, `--runs`) may go on to finish the crash
+    /// shrinks it left unfinished: a reproducer a run hands back is shrunk, whatever the budget
+    /// had left when the limits came.
+    pub const END_ALLOWANCE_SECS: f64 = 10.0;
 
     fn settle(&mut self, now: f64) {
         if let Some(since) = self.running_since.take() {
@@ -99,7 +108,17 @@ impl SlowShrinkBudget {
     /// (`now`: seconds since the Unix epoch).
     pub fn available(&mut self, now: f64, elapsed: f64) -> bool {
         self.settle(now);
+        if let Some(ends_by) = self.ends_by {
+            return now < ends_by;
+        }
         self.spent_secs < Self::FLOOR_SECS + Self::SHARE * elapsed.max(0.0)
+    }
+
+    /// The run reached its limits at `now`: shrinks left unfinished may go on until the
+    /// time this returns ([`Self::END_ALLOWANCE_SECS`] on), fixed at the first call so that a
+    /// restart during them (a timeout) gives no more.
+    pub fn end(&mut self, now: f64) -> f64 {
+        *self.ends_by.get_or_insert(now + Self::END_ALLOWANCE_SECS)
     }
 
     /// A slow-shrink candidate starts running.
@@ -163,5 +182,20 @@ mod tests {
         budget.start(start + 200.0);
         budget.finish(start + 150.0);
         assert!((budget.spent_secs() - 22.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_run_at_its_limits_gives_unfinished_shrinks_one_allowance() {
+        let mut budget = SlowShrinkBudget::default();
+        let start = 1_000.0;
+        budget.start(start);
+        budget.finish(start + 30.0);
+        assert!(!budget.available(start + 30.0, 30.0), "30 s spent of 13");
+        let ends_by = budget.end(start + 30.0);
+        assert!((ends_by - (start + 30.0 + SlowShrinkBudget::END_ALLOWANCE_SECS)).abs() < 1e-9);
+        assert!(budget.available(start + 35.0, 35.0));
+        // A restart that ends the run again (after a timeout) gets no more time.
+        assert!((budget.end(start + 39.0) - ends_by).abs() < 1e-9);
+        assert!(!budget.available(ends_by, ends_by - start));
     }
 }

@@ -451,6 +451,73 @@ fn signals_and_hangs_become_labels_with_minimal_reproducers() {
     }
 }
 
+/// Runs the `faults` target on one seed, a hang with 40 bytes too many, with `--runs 2`: the
+/// run's limit comes with its first executions (the empty input, then the seed), so every
+/// candidate of the hang's shrink runs after it, in the time the run's end allows.
+fn run_out_of_runs_with_a_long_hang(name: &str, timeout_ms: &str) -> (common::Scratch, String) {
+    let fuzzer = build_fuzzer("faults");
+    let dir = scratch(name);
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    let mut hang = b"L!".to_vec();
+    hang.extend_from_slice(&[b'x'; 40]);
+    std::fs::write(seeds.join("hang"), &hang).unwrap();
+    let out = dir.join("out");
+    let result = run(
+        &fuzzer,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--timeout",
+            timeout_ms,
+            "--runs",
+            "2",
+            "--max-time",
+            "120",
+            seeds.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    (dir, stderr)
+}
+
+#[test]
+fn a_hang_found_as_the_run_ends_is_handed_back_shrunk() {
+    let (dir, stderr) = run_out_of_runs_with_a_long_hang("end-shrink", "100");
+    let out = dir.join("out");
+    let by_input = common::crashes_by_input(&out);
+    assert_eq!(
+        by_input.get(&b"L!"[..]).map(|(kind, _)| kind.as_str()),
+        Some("timeout"),
+        "{by_input:?} {stderr}"
+    );
+    // The shrink meets other crashes on its way (`I!`, `J!`): those are shrunk too.
+    let summary = summary(&out);
+    for crash in summary["crashes"].as_array().unwrap() {
+        assert_eq!(crash["shrunk"], true, "{summary}");
+    }
+    assert!(!stderr.contains("not shrunk"), "{stderr}");
+}
+
+#[test]
+fn a_shrink_the_runs_end_cuts_short_is_named_with_the_command_that_finishes_it() {
+    // Each candidate that still hangs takes 6 s, and the run's end allows 10: it ends
+    // with the shrink unfinished.
+    let (dir, stderr) = run_out_of_runs_with_a_long_hang("end-shrink-cut", "6000");
+    let out = dir.join("out");
+    let summary = summary(&out);
+    let crash = &summary["crashes"][0];
+    assert_eq!(crash["shrunk"], false, "{summary}");
+    let file = out.join(crash["input"].as_str().unwrap());
+    assert!(
+        stderr.contains(&format!("{} (timeout", file.display()))
+            && stderr.contains("is not shrunk to its minimum")
+            && stderr.contains(&format!("reduce {}`", file.display())),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn sigterm_stops_the_run_cleanly_with_a_final_summary() {
     let fuzzer = build_fuzzer("planted");

@@ -31,6 +31,11 @@ pub struct CrashSummary {
     pub input: String,
     /// The reproducer's length.
     pub len: usize,
+    /// Whether the reproducer is shrunk to its minimum: false only when the run ended before
+    /// its shrink did (a slow crash's, past the time the run's end allows it); `reduce` on it
+    /// finishes the shrink.
+    #[serde(default = "yes")]
+    pub shrunk: bool,
     /// Seconds into the run when the label was first seen.
     pub first_found_secs: f64,
     /// Executions into the run when the label was first seen.
@@ -108,6 +113,10 @@ fn is_zero(n: &usize) -> bool {
 
 fn one() -> usize {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Summary {

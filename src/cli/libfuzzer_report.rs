@@ -226,6 +226,7 @@ mod tests {
             message: "boom".into(),
             input: "crashes/crash-1".into(),
             len: 4,
+            shrunk: true,
             first_found_secs: 0.0,
             first_found_execs: execs,
             pattern: None,

@@ -361,6 +361,9 @@ fn finish(options: &Options, config: &Config, outcome: &crate::launch::Outcome) 
     if config.mode == Mode::Reduce && outcome.supervisor {
         print_reductions(config, &outcome.summary);
     }
+    if config.mode == Mode::Fuzz && outcome.supervisor {
+        warn_of_unfinished_shrinks(config, &outcome.summary);
+    }
     // `-minimize_crash=1` (reduce) ends as libFuzzer's does: status 0 once minimized.
     if options.libfuzzer_report && outcome.supervisor && config.mode != Mode::Reduce {
         let codes = super::libfuzzer_report::ExitCodes {
@@ -384,6 +387,23 @@ fn finish(options: &Options, config: &Config, outcome: &crate::launch::Outcome) 
         }
     }
     std::process::exit(i32::from(outcome.found_crashes()))
+}
+
+/// Names each reproducer whose shrink the run's end cut short, and how to finish it: the
+/// reproducer is a real one, only longer than it need be.
+fn warn_of_unfinished_shrinks(config: &Config, summary: &crate::report::Summary) {
+    let program = std::env::args().next().unwrap_or_else(|| "fuzzer".into());
+    for crash in summary.crashes.iter().filter(|c| !c.shrunk) {
+        eprintln!(
+            "labelfuzz: {} ({} {}, {} bytes) is not shrunk to its minimum: the run ended first; \
+             `{program} reduce {}` finishes it",
+            config.output.join(&crash.input).display(),
+            crash.kind,
+            crash.location,
+            crash.len,
+            config.output.join(&crash.input).display(),
+        );
+    }
 }
 
 /// The first line of a crash's message, for one-line displays (a panic's message may go on with

@@ -24,7 +24,7 @@ use libafl::{Error, HasMetadata};
 
 pub use cmplog::CmpLogStage;
 pub use colorize::{Colorizer, MAX_COLORIZE_EXECUTIONS};
-pub use crash_shrink::CrashShrinkStage;
+pub use crash_shrink::{finish_crash_shrinks, CrashShrinkStage};
 pub use expand::ExpandStage;
 pub use havoc::HavocStage;
 pub use operands::{distinct_operands, KeptOperands, MAX_TRACED_OPERANDS};
