@@ -32,11 +32,11 @@ pub struct Options {
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
 
-    /// Stop after this many seconds (and up to 10 s more to finish a crash's shrink).
+    /// Stop after this many seconds (a crash's unfinished shrink may add about 10 s).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_time: Option<u64>,
 
-    /// Stop after this many executions (and up to 10 s more to finish a crash's shrink).
+    /// Stop after this many executions (a crash's unfinished shrink may add about 10 s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub runs: Option<u64>,
 

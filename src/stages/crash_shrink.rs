@@ -100,12 +100,11 @@ where
     S: RunState,
     Z: RunFuzzer<E, EM, S>,
 {
-    let unfinished = |state: &S| {
-        state
-            .metadata::<CrashTable>()
-            .is_ok_and(|t| t.unshrunk(true).is_some())
-    };
-    if !unfinished(run.state) {
+    let unfinished = run
+        .state
+        .metadata::<CrashTable>()
+        .is_ok_and(|t| t.unshrunk(true).is_some());
+    if !unfinished {
         return Ok(());
     }
     let ends_by = end_slow_shrinks(run.state);
