@@ -394,14 +394,14 @@ fn finish(options: &Options, config: &Config, outcome: &crate::launch::Outcome) 
 fn warn_of_unfinished_shrinks(config: &Config, summary: &crate::report::Summary) {
     let program = std::env::args().next().unwrap_or_else(|| "fuzzer".into());
     for crash in summary.crashes.iter().filter(|c| !c.shrunk) {
+        let reproducer = config.output.join(&crash.input);
         eprintln!(
-            "labelfuzz: {} ({} {}, {} bytes) is not shrunk to its minimum: the run ended first; \
-             `{program} reduce {}` finishes it",
-            config.output.join(&crash.input).display(),
+            "labelfuzz: {path} ({} {}, {} bytes) is not shrunk to its minimum: the run ended \
+             first; `{program} reduce {path}` finishes it",
             crash.kind,
             crash.location,
             crash.len,
-            config.output.join(&crash.input).display(),
+            path = reproducer.display(),
         );
     }
 }
