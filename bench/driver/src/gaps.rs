@@ -128,16 +128,29 @@ fn library_file(target: &Target, file: &str) -> bool {
         || file.contains("/.rustup/"))
 }
 
-/// The inputs of `fuzzer`'s runs on `target` kept under `bench`: the last snapshot of each seed,
-/// and the seeds they started from; with how many runs they come from.
+/// The inputs of `fuzzer`'s runs on `target` kept under `bench`: the last snapshot of each seed
+/// kept, and the seeds they started from; with how many runs they come from.
 fn final_corpora(bench: &Path, target: &Target, fuzzer: Fuzzer) -> (Vec<PathBuf>, usize) {
+    // Every seed directory there is, not 1, 2, … up to the first missing one: a machine that
+    // resumed a bench keeps only the runs it did itself, which may be seed 3 alone.
+    let fuzzer_dir = run_dir(bench, target.name, fuzzer, 1);
+    let mut seed_dirs: Vec<PathBuf> = fuzzer_dir
+        .parent()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("seed"))
+        })
+        .collect();
+    seed_dirs.sort();
     let mut inputs = Vec::new();
     let mut runs = 0;
-    for seed in 1.. {
-        let dir = run_dir(bench, target.name, fuzzer, seed);
-        if !dir.exists() {
-            break;
-        }
+    for dir in seed_dirs {
         let last = std::fs::read_dir(dir.join("snapshots"))
             .into_iter()
             .flatten()
