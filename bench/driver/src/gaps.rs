@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fuzzers::{run_dir, Fuzzer};
 use crate::targets::{Kind, Target, TARGETS};
-use crate::util::{env_secs, files_in, fresh_dir, root, BuildLock};
+use crate::util::{dirs_in, env_secs, files_in, fresh_dir, root, BuildLock};
 
 /// One covered point of the library: a branch side (file, line, block, branch index in LCOV's
 /// numbering) or a line (block and branch `u32::MAX`).
@@ -134,31 +134,11 @@ fn final_corpora(bench: &Path, target: &Target, fuzzer: Fuzzer) -> (Vec<PathBuf>
     // Every seed directory there is, not 1, 2, … up to the first missing one: a machine that
     // resumed a bench keeps only the runs it did itself, which may be seed 3 alone.
     let fuzzer_dir = run_dir(bench, target.name, fuzzer, 1);
-    let mut seed_dirs: Vec<PathBuf> = fuzzer_dir
-        .parent()
-        .and_then(|dir| std::fs::read_dir(dir).ok())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("seed"))
-        })
-        .collect();
-    seed_dirs.sort();
+    let seed_dirs = fuzzer_dir.parent().map(dirs_in).unwrap_or_default();
     let mut inputs = Vec::new();
     let mut runs = 0;
     for dir in seed_dirs {
-        let last = std::fs::read_dir(dir.join("snapshots"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .max();
-        if let Some(last) = last {
+        if let Some(last) = dirs_in(&dir.join("snapshots")).pop() {
             inputs.extend(files_in(&dir.join("seeds")));
             inputs.extend(files_in(&last));
             runs += 1;

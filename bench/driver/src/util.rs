@@ -134,6 +134,19 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The directories in `dir` (none if it cannot be read), sorted.
+pub fn dirs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 /// Median of a non-empty list (the lower middle for an even count).
 pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();
