@@ -122,29 +122,28 @@ pub fn read_json(path: &Path) -> Value {
 /// The regular files directly in a directory (a corpus), sorted by name; hidden files (a
 /// fuzzer's temporary files, AFL++'s `.state`) are not inputs.
 pub fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    files
+    entries_in(dir, |e| {
+        e.file_type().is_ok_and(|t| t.is_file())
+            && !e.file_name().to_string_lossy().starts_with('.')
+    })
 }
 
 /// The directories in `dir` (none if it cannot be read), sorted.
 pub fn dirs_in(dir: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+    entries_in(dir, |e| e.file_type().is_ok_and(|t| t.is_dir()))
+}
+
+/// The paths of the entries in `dir` that `keep` accepts (none if it cannot be read), sorted.
+fn entries_in(dir: &Path, keep: impl Fn(&std::fs::DirEntry) -> bool) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| keep(e))
         .map(|e| e.path())
         .collect();
-    dirs.sort();
-    dirs
+    paths.sort();
+    paths
 }
 
 /// Median of a non-empty list (the lower middle for an even count).
