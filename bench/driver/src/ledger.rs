@@ -197,6 +197,17 @@ fn tracked_files(root: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Whether a run's stats (`run.json`, or a record's `stats`) show it ran for the `secs` it was
+/// given. A fuzzer stopped from outside (a stray `kill`, the machine's OOM killer) still leaves
+/// a corpus that measures like a short run; kept, it would pass for a finished one and the
+/// bench would never run it again. Two percent of slack covers start-up and the last snapshot;
+/// records from before runs were timed (no `wall_secs`) count as finished.
+pub fn ran_its_time(stats: &serde_json::Value, secs: u64) -> bool {
+    stats["wall_secs"]
+        .as_f64()
+        .is_none_or(|wall| wall >= secs as f64 * 0.98)
+}
+
 /// Copies a run's `measured.json` into its record, adding where it ran and the commit its
 /// sources were at (`-dirty`: with changes not yet committed).
 pub fn keep(measured: &Path, record: &Path) {
@@ -225,6 +236,16 @@ pub fn keep(measured: &Path, record: &Path) {
 mod tests {
     use super::*;
     use crate::targets::TARGETS;
+
+    #[test]
+    fn a_run_cut_short_is_not_a_finished_run() {
+        let stats = |wall: f64| serde_json::json!({ "executions": 10, "wall_secs": wall });
+        assert!(ran_its_time(&stats(599.4), 600));
+        assert!(ran_its_time(&stats(3599.0), 3600));
+        assert!(!ran_its_time(&stats(145.8), 600));
+        assert!(!ran_its_time(&stats(4.3), 600));
+        assert!(ran_its_time(&serde_json::json!({ "executions": 10 }), 600));
+    }
 
     #[test]
     fn processor_models_become_directory_names() {

@@ -258,7 +258,11 @@ fn plan_jobs(
                     fuzzers::run_dir(bench, chosen_target.name, fuzzer, seed).join("measured.json");
                 let finished = std::iter::once(record.clone())
                     .chain(settings.processor_is_here.then_some(here))
-                    .find(|file| read_json(file)["build"].as_str() == Some(fingerprint.as_str()));
+                    .find(|file| {
+                        let kept = read_json(file);
+                        kept["build"].as_str() == Some(fingerprint.as_str())
+                            && ledger::ran_its_time(&kept["stats"], settings.secs)
+                    });
                 // A fuzzer not run this time still fills the tables with its finished runs.
                 if !run && finished.is_none() {
                     if record.exists() {
@@ -369,6 +373,19 @@ fn run_job(
             let builds = builds[job.target].as_ref().expect("built when runs are");
             let run = fuzzers::run(job.fuzzer, builds, &dir, secs, job.seed, cpu);
             util::kill_leftovers(&dir);
+            if !ledger::ran_its_time(&run.stats, secs) {
+                eprintln!(
+                    "bench: error: {} on {} (seed {}) stopped after {:.0} s of its {secs} s \
+                     (stopped from outside, or it quit: see {}); not recorded, it runs again \
+                     next time",
+                    job.fuzzer.name(),
+                    target.name,
+                    job.seed,
+                    run.stats["wall_secs"].as_f64().unwrap_or(0.0),
+                    dir.display()
+                );
+                return None;
+            }
             let every = settings.measure_every;
             measure(target, builds, &run, &dir, every, cpu, &job.fingerprint);
             ledger::keep(&measured_here, &record);
