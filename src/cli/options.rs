@@ -125,10 +125,10 @@ pub struct Options {
     /// Long runs in havoc (0: off, 1: on, 2: on once the run's edges stall): a mutation that
     /// inserts 17 to 4096 copies of one byte, or writes them over the input, where LibAFL's own
     /// change at most 16 bytes; the long regular fields of compressed blocks and sized tables,
-    /// as AFL++'s havoc makes them (after its first ten minutes). Off by default, as chosen by
-    /// the ablation bench (docs/benchmark.md): from the stall, ahead on zlib, lz4 and libdeflate,
-    /// but an xz run whose edges stall early falls behind, as it does with them from the start.
-    #[arg(long, value_name = "0|1|2", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    /// as AFL++'s havoc makes them (after its first ten minutes). 2 by default, as chosen by the
+    /// ablation bench (docs/benchmark.md): from the stall, ahead on zlib and lz4 and level
+    /// elsewhere; from the start, slow long inputs cost xz a sixth of its branches.
+    #[arg(long, value_name = "0|1|2", default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub long_runs: u8,
 
     /// Charge slow inputs for their time (1: on, 0: off): a label whose best input runs slower

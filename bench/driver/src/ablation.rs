@@ -1,5 +1,5 @@
 //! Ablation (`BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
-//! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-once-stalled,
+//! cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-from-start,
 //! rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions`): labelfuzz with one
 //! lever flipped from its default against labelfuzz as it ships, same targets, seeds and
 //! yardstick, so that each default is chosen by measurement. The flipped runs are fuzzers of
@@ -35,11 +35,12 @@ pub enum Lever {
     /// Repeated-byte runs and the doubled input among the expansions (off by default;
     /// `--regular-runs 1`).
     RegularRuns,
-    /// Havoc's runs of 17 to 4096 repeated bytes from the first execution rather than from the
-    /// stall (off by default; `--long-runs 1`).
+    /// Havoc's runs of 17 to 4096 repeated bytes, on once the run's edges stall
+    /// (`--long-runs 0`).
     LongRuns,
-    /// Havoc's long runs from the stall of the run's edges on (off by default; `--long-runs 2`).
-    LongRunsOnceStalled,
+    /// Havoc's long runs from the first execution rather than from the stall (off by default;
+    /// `--long-runs 1`).
+    LongRunsFromStart,
     /// Labels picked by rarity and payoff instead of uniformly (off by default;
     /// `--schedule rare`).
     RareSchedule,
@@ -66,7 +67,7 @@ impl Lever {
         Lever::Havoc,
         Lever::RegularRuns,
         Lever::LongRuns,
-        Lever::LongRunsOnceStalled,
+        Lever::LongRunsFromStart,
         Lever::RareSchedule,
         Lever::ChargeExecTime,
         Lever::ShrinkBudget,
@@ -86,7 +87,7 @@ impl Lever {
             Lever::Havoc => "havoc",
             Lever::RegularRuns => "regular-runs",
             Lever::LongRuns => "long-runs",
-            Lever::LongRunsOnceStalled => "long-runs-once-stalled",
+            Lever::LongRunsFromStart => "long-runs-from-start",
             Lever::RareSchedule => "rare-schedule",
             Lever::ChargeExecTime => "charge-exec-time",
             Lever::ShrinkBudget => "shrink-budget",
@@ -102,8 +103,7 @@ impl Lever {
             Lever::CmpProgressFromStart
                 | Lever::CmplogColorize
                 | Lever::RegularRuns
-                | Lever::LongRuns
-                | Lever::LongRunsOnceStalled
+                | Lever::LongRunsFromStart
                 | Lever::RareSchedule
         )
     }
@@ -119,8 +119,8 @@ impl Lever {
             Lever::CmplogRepair => &["--cmplog-repair", "0"],
             Lever::Havoc => &["--havoc", "0"],
             Lever::RegularRuns => &["--regular-runs", "1"],
-            Lever::LongRuns => &["--long-runs", "1"],
-            Lever::LongRunsOnceStalled => &["--long-runs", "2"],
+            Lever::LongRuns => &["--long-runs", "0"],
+            Lever::LongRunsFromStart => &["--long-runs", "1"],
             Lever::RareSchedule => &["--schedule", "rare"],
             Lever::ChargeExecTime => &["--charge-exec-time", "0"],
             Lever::ShrinkBudget => &["--shrink-budget", "0"],
@@ -146,8 +146,8 @@ impl Lever {
             Lever::CmplogRepair => "labelfuzz without cmplog-repair",
             Lever::Havoc => "labelfuzz without havoc",
             Lever::RegularRuns => "labelfuzz with regular-runs",
-            Lever::LongRuns => "labelfuzz with long-runs",
-            Lever::LongRunsOnceStalled => "labelfuzz with long-runs-once-stalled",
+            Lever::LongRuns => "labelfuzz without long-runs",
+            Lever::LongRunsFromStart => "labelfuzz with long-runs-from-start",
             Lever::RareSchedule => "labelfuzz with rare-schedule",
             Lever::ChargeExecTime => "labelfuzz without charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz without shrink-budget",
@@ -167,8 +167,8 @@ impl Lever {
             Lever::CmplogRepair => "labelfuzz-no-cmplog-repair",
             Lever::Havoc => "labelfuzz-no-havoc",
             Lever::RegularRuns => "labelfuzz-with-regular-runs",
-            Lever::LongRuns => "labelfuzz-with-long-runs",
-            Lever::LongRunsOnceStalled => "labelfuzz-with-long-runs-once-stalled",
+            Lever::LongRuns => "labelfuzz-no-long-runs",
+            Lever::LongRunsFromStart => "labelfuzz-with-long-runs-from-start",
             Lever::RareSchedule => "labelfuzz-with-rare-schedule",
             Lever::ChargeExecTime => "labelfuzz-no-charge-exec-time",
             Lever::ShrinkBudget => "labelfuzz-no-shrink-budget",

@@ -33,7 +33,7 @@
 //!   `BENCH_PUBLISH` their text goes between `<!-- bench:<BENCH_ONLY>:begin -->` and its end,
 //!   with the command, processor and commit that produced it;
 //! - `BENCH_ABLATION=cmp-progress,cmp-progress-from-start,cmplog,cmplog-transforms,
-//!   cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-once-stalled,
+//!   cmplog-colorize,cmplog-repair,havoc,regular-runs,long-runs,long-runs-from-start,
 //!   rare-schedule,charge-exec-time,shrink-budget,auto-dict,split-conditions` runs labelfuzz
 //!   with each named lever flipped from its default beside labelfuzz as it ships, instead of the
 //!   three fuzzers, and writes the ablation table (`ablation.rs`; published between
