@@ -21,9 +21,13 @@ use std::process::Command;
 
 use labelfuzz_core::stable_hash::Fnv1a;
 
+use serde_json::Value;
+
 use crate::fuzzers::Fuzzer;
+use crate::report::{Measured, Point};
 use crate::targets::{Kind, Target};
-use crate::util::root;
+use crate::util::{read_json, root};
+use crate::yardstick::Coverage;
 
 /// Where a run's record is kept in the repository, among the records of processor model
 /// `processor` (a [`slug`]).
@@ -202,10 +206,47 @@ fn tracked_files(root: &Path, paths: &[String]) -> Vec<String> {
 /// a corpus that measures like a short run; kept, it would pass for a finished one and the
 /// bench would never run it again. Two percent of slack covers start-up and the last snapshot;
 /// records from before runs were timed (no `wall_secs`) count as finished.
-pub fn ran_its_time(stats: &serde_json::Value, secs: u64) -> bool {
+pub fn ran_its_time(stats: &Value, secs: u64) -> bool {
     stats["wall_secs"]
         .as_f64()
         .is_none_or(|wall| wall >= secs as f64 * 0.98)
+}
+
+/// Reads a run's `measured.json` or its kept record.
+pub fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, file: &Path) -> Measured {
+    let value = read_json(file);
+    let number = |v: &Value| v.as_u64().unwrap_or(0);
+    let points = value["points"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| Point {
+            minute: number(&p["minute"]),
+            coverage: Coverage {
+                branches: number(&p["branches"]),
+                branches_total: number(&p["branches_total"]),
+                lines: number(&p["lines"]),
+                lines_total: number(&p["lines_total"]),
+                regions: number(&p["regions"]),
+            },
+            entries: number(&p["entries"]),
+            bytes: number(&p["bytes"]),
+        })
+        .collect();
+    let stats = &value["stats"];
+    Measured {
+        target,
+        fuzzer,
+        seed,
+        points,
+        executions: number(&stats["executions"]),
+        wall_secs: stats["wall_secs"].as_f64().unwrap_or(1.0),
+        crashes: number(&stats["crashes"]),
+        // A run kept before records named their processor was measured here.
+        machine: value["machine"]
+            .as_str()
+            .map_or_else(crate::util::cpu_model, String::from),
+    }
 }
 
 /// Copies a run's `measured.json` into its record, adding where it ran and the commit its

@@ -59,13 +59,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use fuzzers::Fuzzer;
-use report::{Measured, Point};
+use report::Measured;
 use targets::{Builds, Target, TARGETS};
 use util::{env_secs, files_in, read_json, root};
-use yardstick::Coverage;
 
 /// One run to do: a target, a fuzzer and a seed.
 struct Job {
@@ -351,7 +350,7 @@ fn run_job(
             if file == &measured_here {
                 ledger::keep(&measured_here, &record);
             }
-            load(target, job.fuzzer, job.seed, file)
+            ledger::load(target, job.fuzzer, job.seed, file)
         }
         _ => {
             if !util::wait_for_idle_core(cpu, Duration::from_secs(600)) {
@@ -389,7 +388,7 @@ fn run_job(
             let every = settings.measure_every;
             measure(target, builds, &run, &dir, every, cpu, &job.fingerprint);
             ledger::keep(&measured_here, &record);
-            load(target, job.fuzzer, job.seed, &record)
+            ledger::load(target, job.fuzzer, job.seed, &record)
         }
     };
     if let Some(last) = measured.points.last() {
@@ -466,41 +465,4 @@ fn measure(
         serde_json::to_vec_pretty(&measured).expect("json"),
     )
     .expect("measured.json");
-}
-
-/// Reads a run's `measured.json` or its kept record.
-fn load(target: &'static Target, fuzzer: Fuzzer, seed: u64, file: &Path) -> Measured {
-    let value = read_json(file);
-    let number = |v: &Value| v.as_u64().unwrap_or(0);
-    let points = value["points"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| Point {
-            minute: number(&p["minute"]),
-            coverage: Coverage {
-                branches: number(&p["branches"]),
-                branches_total: number(&p["branches_total"]),
-                lines: number(&p["lines"]),
-                lines_total: number(&p["lines_total"]),
-                regions: number(&p["regions"]),
-            },
-            entries: number(&p["entries"]),
-            bytes: number(&p["bytes"]),
-        })
-        .collect();
-    let stats = &value["stats"];
-    Measured {
-        target,
-        fuzzer,
-        seed,
-        points,
-        executions: number(&stats["executions"]),
-        wall_secs: stats["wall_secs"].as_f64().unwrap_or(1.0),
-        crashes: number(&stats["crashes"]),
-        // A run kept before records named their processor was measured here.
-        machine: value["machine"]
-            .as_str()
-            .map_or_else(util::cpu_model, String::from),
-    }
 }
