@@ -266,8 +266,8 @@ fn plan_jobs(
                 if !run && finished.is_none() {
                     if record.exists() {
                         eprintln!(
-                            "bench: {} on {} (seed {}) left out: its run was built from other \
-                             sources",
+                            "bench: {} on {} (seed {}) left out: its record is of other sources, \
+                             or of a run cut short",
                             fuzzer.name(),
                             chosen_target.name,
                             seed
